@@ -1,0 +1,154 @@
+// Package store opens zcgw's embedded SQLite databases and runs work in
+// transactions: one writer connection taking BEGIN IMMEDIATE (SQLite
+// serialises writers anyway, and several writer connections only add
+// unfair busy-waiting), and a separate pool of read connections. Every
+// pragma is in the DSN so it applies to every pooled connection. Writes are
+// durable when acknowledged (synchronous=FULL); throughput comes from
+// batching work into fewer commits, never from weaker durability.
+//
+// The coordinator's consolidated schema (schema.sql) and the SQL dialect
+// idioms (dialect.go) live here and nowhere else, so that another backend
+// can be added behind the same conformance tests. It must not import any
+// other zcgw package except coordinator/clock and coordinator/domainerr.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	_ "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
+)
+
+// DB is an embedded SQLite database with one writer and a read pool.
+type DB struct {
+	path  string
+	w     *sql.DB
+	r     *sql.DB
+	stats Stats
+}
+
+// Stats counts statements and commits, to measure the cost of a flow.
+type Stats struct {
+	Statements atomic.Int64
+	Commits    atomic.Int64
+}
+
+// Snapshot is a point-in-time copy of Stats.
+type Snapshot struct{ Statements, Commits int64 }
+
+// Open opens (creating if needed) the SQLite file at path and applies
+// schema, a script of idempotent DDL (CREATE ... IF NOT EXISTS). An empty
+// schema applies nothing.
+func Open(ctx context.Context, path, schema string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store: create folder for %s: %w", path, err)
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	common := "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
+	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open writer %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if schema != "" {
+		if _, err := w.ExecContext(ctx, schema); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store: apply schema to %s: %w", path, err)
+		}
+	} else if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite3", base+"?"+common+"&_query_only=true&_txlock=deferred")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return &DB{path: path, w: w, r: r}, nil
+}
+
+// Path is the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+// Stats returns the statement and commit counters so far.
+func (db *DB) Stats() Snapshot {
+	return Snapshot{Statements: db.stats.Statements.Load(), Commits: db.stats.Commits.Load()}
+}
+
+// Write runs fn in one immediate write transaction and commits it when fn
+// returns nil. Any error or panic from fn rolls everything back, so a
+// caller's writes happen all together or not at all.
+func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	return db.run(ctx, db.w, fn, true)
+}
+
+// Read runs fn in a read transaction on the read pool, which sees a
+// consistent snapshot of the last commit.
+func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.run(ctx, db.r, fn, false)
+}
+
+func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, write bool) (err error) {
+	stx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	tx := &Tx{Tx: stx, stats: &db.stats}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = stx.Rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		if rbErr := stx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
+		}
+		return err
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	if write {
+		db.stats.Commits.Add(1)
+	}
+	return nil
+}
+
+// Tx is one transaction. Its Exec/Query/QueryRow count statements.
+type Tx struct {
+	*sql.Tx
+	stats *Stats
+}
+
+// ExecContext runs a statement.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	tx.stats.Statements.Add(1)
+	return tx.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query.
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	tx.stats.Statements.Add(1)
+	return tx.Tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a single-row query.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	tx.stats.Statements.Add(1)
+	return tx.Tx.QueryRowContext(ctx, query, args...)
+}
