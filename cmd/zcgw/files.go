@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/zcgw/zcgw/formats/filetool"
+)
+
+// progressMin is the file size from which a progress bar is shown (on a
+// terminal only).
+const progressMin = 8 << 20
+
+func init() {
+	register("files", command{
+		Summary: "describe|validate|convert FILE: Zengin and overnight posting/result files",
+		Run:     runFiles,
+	})
+}
+
+func filesUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: zcgw files describe FILE")
+	fmt.Fprintln(w, "       zcgw files validate FILE")
+	fmt.Fprintln(w, "       zcgw files convert [--encoding jis|ebcdic] [--separator crlf|none] [--out OUT] FILE")
+	fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid file, 2 usage or I/O error.")
+}
+
+func runFiles(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		filesUsage(e.Stderr)
+		return 2
+	}
+	sub := args[0]
+	fs := e.flagSet("files " + sub)
+	maxErrors := fs.Int("max-errors", 100, "most errors listed")
+	var encoding, separator, out *string
+	if sub == "convert" {
+		encoding = fs.String("encoding", "", "jis or ebcdic (Zengin only; default: keep)")
+		separator = fs.String("separator", "crlf", "crlf or none")
+		out = fs.String("out", "-", "output file (- for stdout)")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || (sub != "describe" && sub != "validate" && sub != "convert") {
+		filesUsage(e.Stderr)
+		return 2
+	}
+	name := fs.Arg(0)
+	f, err := os.Open(name)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files:", err)
+		return 2
+	}
+	defer f.Close()
+	opts := filetool.Options{MaxErrors: *maxErrors}
+	if st, err := f.Stat(); err == nil && st.Size() >= progressMin && stderrIsTerminal(e) {
+		opts.Progress, opts.Size = e.Stderr, st.Size()
+	}
+	var res *filetool.Result
+	switch sub {
+	case "describe":
+		res, err = filetool.Describe(e.Stdout, name, f, opts)
+	case "validate":
+		res, err = filetool.Validate(e.Stdout, name, f, opts)
+	case "convert":
+		res, err = convertFile(e, f, *out, filetool.ConvertOptions{Options: opts, Encoding: *encoding, Separator: *separator})
+	}
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files:", err)
+		return 2
+	}
+	if !res.OK() {
+		if sub == "convert" {
+			fmt.Fprintf(e.Stderr, "zcgw files: %s not converted: the file is invalid\n", name)
+			filetool.WriteErrors(e.Stderr, res)
+		}
+		return 1
+	}
+	return 0
+}
+
+func convertFile(e *env, in *os.File, out string, o filetool.ConvertOptions) (*filetool.Result, error) {
+	if out == "-" {
+		return filetool.Convert(e.Stdout, in, o)
+	}
+	// Write next to the target and rename, so that a half-written or
+	// refused conversion never leaves a file behind.
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".zcgw-convert-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	res, err := filetool.Convert(tmp, in, o)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !res.OK() {
+		return res, err
+	}
+	return res, os.Rename(tmp.Name(), out)
+}
+
+// stderrIsTerminal reports whether the command's stderr is the process's
+// stderr and a terminal (character device).
+func stderrIsTerminal(e *env) bool {
+	if e.Stderr != io.Writer(os.Stderr) {
+		return false
+	}
+	st, err := os.Stderr.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,162 @@
+package zengin
+
+import (
+	"io"
+	"iter"
+
+	"github.com/zcgw/zcgw/formats/fixed"
+	"github.com/zcgw/zcgw/formats/recordio"
+)
+
+// DefaultMaxErrors is how many errors Validate keeps (the rest are
+// counted in ErrorList.Dropped).
+const DefaultMaxErrors = 100
+
+// isRecordStart reports whether c can be the first byte of a record (a
+// データ区分 in JIS or EBCDIC); used to locate stray bytes.
+func isRecordStart(c byte) bool {
+	switch c {
+	case '1', '2', '8', '9', 0xF1, 0xF2, 0xF8, 0xF9:
+		return true
+	}
+	return false
+}
+
+// Reader streams the records of a Zengin file with constant memory. Each
+// record is fully validated (fields, order, encodings, trailer totals)
+// before it is handed over; a record with an error is not handed over:
+// Next returns the error instead and reading continues with the next
+// record. To apply a file all or nothing, Validate it first.
+type Reader struct {
+	sc      *recordio.Scanner
+	ck      *checker
+	pending *fixed.ErrorList
+	done    bool
+}
+
+// NewReader reads a Zengin file from r.
+func NewReader(r io.Reader) *Reader {
+	z := &Reader{}
+	z.ck = newChecker(z.add)
+	z.sc = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { z.ck.lost(e); z.add(e) })
+	z.sc.RecordType = "zengin"
+	return z
+}
+
+func (z *Reader) add(e *fixed.Error) {
+	if z.pending == nil {
+		z.pending = fixed.NewErrorList(DefaultMaxErrors)
+	}
+	z.pending.Add(e)
+}
+
+func (z *Reader) takeErrors() error {
+	if z.pending == nil || z.pending.Len() == 0 {
+		return nil
+	}
+	l := z.pending
+	z.pending = nil
+	return l
+}
+
+// Next returns the next valid record. It returns (nil, *fixed.ErrorList)
+// for a record (or a gap between records) with errors, and (nil, io.EOF)
+// at the end of the file, after any error found at the end (a missing end
+// record). An I/O error is returned as is and ends reading.
+func (z *Reader) Next() (Record, error) {
+	for {
+		if z.done {
+			if err := z.takeErrors(); err != nil {
+				return nil, err
+			}
+			return nil, io.EOF
+		}
+		rec, ok := z.sc.Next()
+		if !ok {
+			z.done = true
+			if err := z.sc.Err(); err != nil {
+				return nil, err
+			}
+			z.ck.finish(z.sc.Offset(), z.sc.Line())
+			continue
+		}
+		b, kind, typ, valid := z.ck.check(rec)
+		if err := z.takeErrors(); err != nil || !valid {
+			if err == nil { // cannot happen: an invalid record reports an error
+				continue
+			}
+			return nil, err
+		}
+		switch typ {
+		case TypeHeader:
+			return decodeHeader(b), nil
+		case TypeData:
+			return decodeData(kind, b), nil
+		case TypeTrailer:
+			return decodeTrailer(kind, b), nil
+		default:
+			return &End{}, nil
+		}
+	}
+}
+
+// Records iterates over the file: each step yields a valid record with a
+// nil error, or a nil record with the errors of a broken record (a
+// *fixed.ErrorList) or an I/O error. Breaking out of the loop stops
+// reading.
+func (z *Reader) Records() iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for {
+			rec, err := z.Next()
+			if err == io.EOF {
+				return
+			}
+			if !yield(rec, err) {
+				return
+			}
+			if err != nil && z.sc.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// Summary describes what has been read so far (the whole file once Next
+// has returned io.EOF).
+func (z *Reader) Summary() Summary {
+	s := z.ck.sum
+	s.Separator = z.sc.Separator()
+	s.Bytes = z.sc.Offset()
+	return s
+}
+
+// Validate reads the whole file and checks everything a Reader checks,
+// without handing over any record. It returns the file's Summary and, when
+// anything is wrong, a *fixed.ErrorList with every error (up to
+// DefaultMaxErrors kept, the rest counted) in file order; or an I/O
+// error. Memory does not grow with the file size.
+func Validate(r io.Reader) (Summary, error) {
+	return ValidateMax(r, DefaultMaxErrors)
+}
+
+// ValidateMax is Validate keeping up to maxErrors errors.
+func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
+	errs := fixed.NewErrorList(maxErrors)
+	ck := newChecker(func(e *fixed.Error) { errs.Add(e) })
+	sc := recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { ck.lost(e); errs.Add(e) })
+	sc.RecordType = "zengin"
+	for {
+		rec, ok := sc.Next()
+		if !ok {
+			break
+		}
+		ck.check(rec)
+	}
+	if err := sc.Err(); err != nil {
+		return ck.sum, err
+	}
+	ck.finish(sc.Offset(), sc.Line())
+	sum := ck.sum
+	sum.Separator = sc.Separator()
+	return sum, errs.Err()
+}
