@@ -1,0 +1,155 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/adapter/mq/mqtest"
+	"github.com/zcgw/zcgw/coordinator/clock"
+)
+
+func TestConformance(t *testing.T) {
+	mqtest.Run(t, func(t *testing.T) mq.Transport {
+		// One file per subtest; every Connect reopens it, as a new process would.
+		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
+	}, mqtest.Options{})
+}
+
+// TestRaceConformance is the concurrency part of the suite, named so that
+// CI's `go test -race -run 'Race|Concurrent|Parallel'` picks it up.
+func TestRaceConformance(t *testing.T) {
+	mqtest.RunConcurrent(t, func(t *testing.T) mq.Transport {
+		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
+	}, mqtest.Options{})
+}
+
+func mustConnect(t *testing.T, tr *Transport) *conn {
+	t.Helper()
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*conn)
+}
+
+// A process that dies holding an uncommitted get loses its lease; another
+// connection restores the message with BackoutCount+1, and the dead
+// connection can no longer commit.
+func TestDeadConnectionsClaimsRestored(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "q.db")
+	tr := New(path, Options{Clock: clk, LeaseTTL: time.Hour})
+	a := mustConnect(t, tr)
+	if err := a.DeclareQueue(ctx, mq.QueueSpec{Name: "POSTINGS"}); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Session(ctx)
+	sent := &mq.Message{Body: []byte("posting")}
+	if err := sa.Put(ctx, "POSTINGS", sent); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Get(ctx, "POSTINGS", mq.Any); err != nil {
+		t.Fatal(err)
+	}
+	a.crash()
+
+	b := mustConnect(t, tr)
+	defer b.Close()
+	sb, _ := b.Session(ctx)
+	expired := context.Background()
+	cctx, cancel := context.WithCancel(expired)
+	cancel()
+	if _, err := sb.Get(cctx, "POSTINGS", mq.Any); !errors.Is(err, mq.ErrNoMessage) {
+		t.Fatalf("message visible while the dead connection's lease runs: %v", err)
+	}
+	clk.Advance(time.Hour + time.Second)
+	n, err := b.reap(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("reap restored %d, err %v; want 1", n, err)
+	}
+	got, err := sb.Get(ctx, "POSTINGS", mq.Any)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MsgID != sent.MsgID || got.BackoutCount != 1 {
+		t.Fatalf("restored %s count %d, want %s 1", got.MsgID, got.BackoutCount, sent.MsgID)
+	}
+	if err := sb.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A live but stalled connection whose lease was taken over finds its
+// commit backed out (MQRC 2003), its puts discarded, and itself broken.
+func TestCommitAfterLeaseLossIsBackedOut(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{Clock: clk, LeaseTTL: time.Hour})
+	a := mustConnect(t, tr)
+	defer a.Close()
+	for _, q := range []string{"IN", "OUT"} {
+		if err := a.DeclareQueue(ctx, mq.QueueSpec{Name: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa, _ := a.Session(ctx)
+	_ = sa.Put(ctx, "IN", &mq.Message{Body: []byte("m")})
+	if err := sa.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Get(ctx, "IN", mq.Any); err != nil {
+		t.Fatal(err)
+	}
+	_ = sa.Put(ctx, "OUT", &mq.Message{Body: []byte("derived")})
+
+	clk.Advance(2 * time.Hour) // a's heartbeat is now stale
+	b := mustConnect(t, tr)    // Connect reaps dead connections
+	defer b.Close()
+	err := sa.Commit(ctx)
+	if mq.ReasonOf(err) != mq.ReasonBackedOut {
+		t.Fatalf("commit after lease loss: %v, want MQRC 2003", err)
+	}
+	sb, _ := b.Session(ctx)
+	got, err := sb.Get(ctx, "IN", mq.Any)
+	if err != nil || got.BackoutCount != 1 {
+		t.Fatalf("IN: %v %v, want the message with BackoutCount 1", got, err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if m, err := sb.Get(done, "OUT", mq.Any); !errors.Is(err, mq.ErrNoMessage) {
+		t.Fatalf("OUT has %v: the backed-out unit's put leaked", m)
+	}
+	if err := a.heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Get(done, "IN", mq.Any); mq.ReasonOf(err) != mq.ReasonConnectionBroken {
+		t.Fatalf("stale connection still usable: %v", err)
+	}
+}
+
+func TestStoredRowsAreSortableStamps(t *testing.T) {
+	a := stamp(time.Date(2026, 1, 2, 3, 4, 5, 100, time.UTC))
+	b := stamp(time.Date(2026, 1, 2, 3, 4, 5, 20, time.UTC))
+	if !(b < a) || len(a) != len(b) {
+		t.Fatalf("stamps %q %q do not sort as instants", a, b)
+	}
+	if got, err := parseStamp(a); err != nil || !got.Equal(time.Date(2026, 1, 2, 3, 4, 5, 100, time.UTC)) {
+		t.Fatalf("parse %q: %v %v", a, got, err)
+	}
+}
+
+func BenchmarkPutGet(b *testing.B) {
+	mqtest.BenchmarkPutGet(b, New(filepath.Join(b.TempDir(), "bench.db"), Options{}))
+}
+
+func BenchmarkRequestReply(b *testing.B) {
+	mqtest.BenchmarkRequestReply(b, New(filepath.Join(b.TempDir(), "bench.db"), Options{}))
+}

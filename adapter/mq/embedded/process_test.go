@@ -1,0 +1,187 @@
+package embedded
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zcgw/zcgw/adapter/mq"
+)
+
+const (
+	envHelperFile = "ZCGW_MQ_HELPER_FILE"
+	envHelperMode = "ZCGW_MQ_HELPER_MODE"
+	helperQueue   = "SHARED"
+)
+
+// TestHelperProcess is not a test: it is the body of the child processes
+// started by the cross-process tests below.
+func TestHelperProcess(t *testing.T) {
+	path := os.Getenv(envHelperFile)
+	if path == "" {
+		t.Skip("helper process for the cross-process tests; runs only as their child")
+	}
+	ctx := context.Background()
+	c, err := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: time.Second}).Connect(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	s, _ := c.Session(ctx)
+	switch os.Getenv(envHelperMode) {
+	case "consume":
+		for {
+			gctx, cancel := context.WithTimeout(ctx, time.Second)
+			m, err := s.Get(gctx, helperQueue, mq.Any)
+			cancel()
+			if errors.Is(err, mq.ErrNoMessage) {
+				break
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			if err := s.Commit(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			fmt.Printf("GOT %s\n", m.Body)
+		}
+		_ = c.Close()
+		os.Exit(0)
+	case "crash":
+		m, err := s.Get(ctx, helperQueue, mq.Any)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Printf("HELD %s\n", m.Body)
+		os.Exit(3) // die inside the unit of work
+	}
+	os.Exit(2)
+}
+
+func helper(t *testing.T, path, mode string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envHelperFile+"="+path, envHelperMode+"="+mode)
+	return cmd
+}
+
+func fill(t *testing.T, tr *Transport, n int) mq.Connection {
+	t.Helper()
+	ctx := context.Background()
+	c, err := tr.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeclareQueue(ctx, mq.QueueSpec{Name: helperQueue}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Session(ctx)
+	for i := 0; i < n; i++ {
+		if err := s.Put(ctx, helperQueue, &mq.Message{Body: []byte(fmt.Sprintf("m%03d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Two child processes and this one drain one queue file together; every
+// message is committed by exactly one of them.
+func TestConcurrentProcessesShareQueueFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	tr := New(path, Options{PollInterval: 10 * time.Millisecond})
+	const n = 150
+	c := fill(t, tr, n)
+	defer c.Close()
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	record := func(body string) { mu.Lock(); seen[body]++; mu.Unlock() }
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		cmd := helper(t, path, "consume")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("child: %v: %s", err, errOut.String())
+			}
+			sc := bufio.NewScanner(&out)
+			for sc.Scan() {
+				if body, ok := strings.CutPrefix(sc.Text(), "GOT "); ok {
+					record(body)
+				}
+			}
+		}()
+	}
+	s, _ := c.Session(context.Background())
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m, err := s.Get(ctx, helperQueue, mq.Any)
+		cancel()
+		if errors.Is(err, mq.ErrNoMessage) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		record(string(m.Body))
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages consumed, want %d", len(seen), n)
+	}
+	for body, k := range seen {
+		if k != 1 {
+			t.Fatalf("%s consumed %d times", body, k)
+		}
+	}
+}
+
+// A child process dies holding an uncommitted get; once its lease runs out
+// this process gets the message back with BackoutCount 1.
+func TestCrashedProcessGetIsRestored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	tr := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: time.Second})
+	c := fill(t, tr, 1)
+	defer c.Close()
+	out, err := helper(t, path, "crash").Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "HELD m000") {
+		t.Fatalf("child did not die holding the message: %v %q", err, out)
+	}
+	s, _ := c.Session(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := s.Get(ctx, helperQueue, mq.Any)
+	if err != nil {
+		t.Fatalf("message not restored after the child's lease expired: %v", err)
+	}
+	if string(m.Body) != "m000" || m.BackoutCount != 1 {
+		t.Fatalf("restored %q with BackoutCount %d, want m000 1", m.Body, m.BackoutCount)
+	}
+	if err := s.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,310 @@
+package embedded
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+type pendingPut struct {
+	queue string
+	msg   *mq.Message
+}
+
+type session struct {
+	c  *conn
+	id int64
+
+	mu     sync.Mutex
+	closed bool
+	puts   []pendingPut
+	claims int64               // rows this session holds (claim_conn, claim_session)
+	got    map[string]struct{} // queues with claimed rows, to wake getters on rollback
+}
+
+func (s *session) usable(op, queue string) error {
+	if s.closed {
+		return &mq.Error{Reason: mq.ReasonHConnError, Op: op, Queue: queue, Cause: errors.New("session closed")}
+	}
+	return s.c.usable(op, queue)
+}
+
+func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable("put", queue); err != nil {
+		return err
+	}
+	if err := mq.ValidateForPut(queue, msg); err != nil {
+		return err
+	}
+	if err := s.c.requireQueue(ctx, "put", queue); err != nil {
+		return err
+	}
+	if msg.MsgID.IsZero() {
+		msg.MsgID = mq.NewID()
+	}
+	msg.PutTime = s.c.t.opts.Clock.Now()
+	cp := msg.Clone()
+	cp.BackoutCount = 0
+	s.puts = append(s.puts, pendingPut{queue: queue, msg: cp})
+	return nil
+}
+
+func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable("get", queue); err != nil {
+		return nil, err
+	}
+	if err := s.c.requireQueue(context.WithoutCancel(ctx), "get", queue); err != nil {
+		return nil, err
+	}
+	poll := time.NewTimer(s.c.t.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		wake := s.c.hub.wait(queue)
+		msg, err := s.tryGet(context.WithoutCancel(ctx), queue, match)
+		if err != nil || msg != nil {
+			return msg, err
+		}
+		if ctx.Err() != nil {
+			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
+		}
+		poll.Reset(s.c.t.opts.PollInterval)
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-ctx.Done():
+		}
+		if err := s.usable("get", queue); err != nil {
+			return nil, err
+		}
+	}
+}
+
+const claimSQL = `UPDATE mq_message SET claim_conn = ?, claim_session = ?, claimed_at = ?
+WHERE claim_conn IS NULL AND seq = (
+  SELECT seq FROM mq_message
+  WHERE queue = ? AND claim_conn IS NULL AND (expires_at IS NULL OR expires_at > ?) %s
+  ORDER BY priority DESC, seq LIMIT 1)
+RETURNING msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, backout_count, properties, body`
+
+// tryGet discards the queue's expired messages and claims the first
+// matching one, in one write transaction. It returns (nil, nil) when there
+// is none.
+func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
+	now := s.c.t.opts.Clock.Now()
+	nowS := stamp(now)
+	args := []any{s.c.id, s.id, nowS, queue, nowS}
+	filter := ""
+	if !match.MsgID.IsZero() {
+		filter += " AND msg_id = ?"
+		args = append(args, match.MsgID[:])
+	}
+	if !match.CorrelID.IsZero() {
+		filter += " AND correl_id = ?"
+		args = append(args, match.CorrelID[:])
+	}
+	// Look first on the read pool, so that an idle poller never takes the
+	// file's write lock.
+	var available bool
+	if err := s.c.db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM mq_message
+			WHERE queue = ? AND claim_conn IS NULL %s)`, filter), append([]any{queue}, args[5:]...)...).Scan(&available)
+	}); err != nil {
+		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
+	}
+	if !available {
+		return nil, nil
+	}
+	var (
+		msg             *mq.Message
+		expired         int64
+		msgID, correlID []byte
+		persistent      bool
+		putAt           string
+		expiresAt       sql.NullString
+		props           []byte
+	)
+	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM mq_message
+			WHERE queue = ? AND claim_conn IS NULL AND expires_at IS NOT NULL AND expires_at <= ?`, queue, nowS)
+		if err != nil {
+			return err
+		}
+		if expired, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		m := &mq.Message{}
+		err = tx.QueryRowContext(ctx, fmt.Sprintf(claimSQL, filter), args...).Scan(
+			&msgID, &correlID, &m.ReplyTo, &persistent, &m.Priority, &putAt, &expiresAt, &m.BackoutCount, &props, &m.Body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		msg = m
+		return nil
+	})
+	if err != nil {
+		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
+	}
+	if expired > 0 {
+		s.c.log.Info("mq.expired_discarded", "queue", queue, "messages", expired)
+	}
+	if msg == nil {
+		return nil, nil
+	}
+	s.claims++
+	s.got[queue] = struct{}{}
+	// The row is now claimed by this session; a decode failure below still
+	// leaves it to Commit/Rollback, so nothing is lost.
+	if len(msgID) != mq.IDLength || len(correlID) != mq.IDLength {
+		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: errors.New("stored id is not 24 bytes")}
+	}
+	copy(msg.MsgID[:], msgID)
+	copy(msg.CorrelID[:], correlID)
+	msg.NonPersistent = !persistent
+	if msg.PutTime, err = parseStamp(putAt); err != nil {
+		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("put_at: %w", err)}
+	}
+	if expiresAt.Valid {
+		exp, err := parseStamp(expiresAt.String)
+		if err != nil {
+			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("expires_at: %w", err)}
+		}
+		msg.Expiry = max(exp.Sub(now), time.Nanosecond)
+	}
+	if msg.Properties, err = decodeProperties(props); err != nil {
+		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: err}
+	}
+	if msg.Body == nil {
+		msg.Body = []byte{}
+	}
+	return msg, nil
+}
+
+var errClaimsLost = errors.New("messages got in this unit of work were restored to their queue (connection lease expired)")
+
+func (s *session) Commit(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable("commit", ""); err != nil {
+		return err
+	}
+	if s.claims == 0 && len(s.puts) == 0 {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx) // a started commit is finished
+	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
+		if s.claims > 0 {
+			res, err := tx.ExecContext(ctx, `DELETE FROM mq_message WHERE claim_conn = ? AND claim_session = ?`, s.c.id, s.id)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n != s.claims {
+				return fmt.Errorf("%w: held %d, found %d", errClaimsLost, s.claims, n)
+			}
+		}
+		for _, p := range s.puts {
+			m := p.msg
+			var expires any
+			if m.Expiry > 0 {
+				expires = stamp(m.PutTime.Add(m.Expiry))
+			}
+			body := m.Body
+			if body == nil {
+				body = []byte{}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO mq_message
+				(queue, msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, properties, body)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				p.queue, m.MsgID[:], m.CorrelID[:], m.ReplyTo, !m.NonPersistent, m.Priority,
+				stamp(m.PutTime), expires, encodeProperties(m.Properties), body); err != nil {
+				return fmt.Errorf("insert into %s: %w", p.queue, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		rbErr := s.backout(ctx)
+		s.c.log.Warn("mq.commit_backed_out", "session", s.id, "error", err.Error())
+		return &mq.Error{Reason: mq.ReasonBackedOut, Op: "commit", Cause: errors.Join(err, rbErr)}
+	}
+	queues := map[string]struct{}{}
+	for _, p := range s.puts {
+		queues[p.queue] = struct{}{}
+	}
+	s.reset()
+	for q := range queues {
+		s.c.hub.notify(q)
+	}
+	return nil
+}
+
+func (s *session) Rollback(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable("rollback", ""); err != nil {
+		return err
+	}
+	return s.backout(context.WithoutCancel(ctx))
+}
+
+// backout restores the session's claimed rows with backout_count+1 and
+// forgets its puts. Called with s.mu held.
+func (s *session) backout(ctx context.Context) error {
+	if s.claims > 0 {
+		err := s.c.db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE mq_message
+				SET claim_conn = NULL, claim_session = NULL, claimed_at = NULL, backout_count = backout_count + 1
+				WHERE claim_conn = ? AND claim_session = ?`, s.c.id, s.id)
+			return err
+		})
+		if err != nil {
+			// The rows stay claimed by this connection; they are restored
+			// when it closes or its lease expires.
+			return &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "rollback", Cause: err}
+		}
+		for q := range s.got {
+			s.c.hub.notify(q)
+		}
+	}
+	s.reset()
+	return nil
+}
+
+func (s *session) reset() {
+	s.puts = nil
+	s.claims = 0
+	clear(s.got)
+}
+
+func (s *session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var err error
+	if !s.c.broken.Load() { // a broken connection's claims are restored by the reaper
+		err = s.backout(context.Background())
+	}
+	s.closed = true
+	s.c.mu.Lock()
+	delete(s.c.sessions, s)
+	s.c.mu.Unlock()
+	return err
+}
