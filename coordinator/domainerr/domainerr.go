@@ -131,8 +131,15 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// HTTPStatus is the status this error maps to.
-func (e *Error) HTTPStatus() int { return HTTPStatus(e.Category) }
+// HTTPStatus is the status this error maps to: the category's status, or
+// for a code the catalog returns directly over HTTP (e.g. 422
+// DAILY_LIMIT_EXCEEDED) that code's fixed status.
+func (e *Error) HTTPStatus() int {
+	if s, ok := directStatus[e.Code]; ok && CategoryFromStatus(s) == e.Category {
+		return s
+	}
+	return HTTPStatus(e.Category)
+}
 
 // Retryable reports whether this error's category may be retried.
 func (e *Error) Retryable() bool { return Retryable(e.Category) }
@@ -207,4 +214,86 @@ func Codes() map[string]Category {
 		out[k] = v
 	}
 	return out
+}
+
+// directStatus holds the fixed HTTP status of the codes the catalog returns
+// directly over HTTP (spec 004 "DomainError を経由しない reason_code").
+var directStatus = map[string]int{}
+
+// registerDirect registers codes returned directly with a fixed HTTP
+// status; their category is derived from the status (CategoryFromStatus).
+func registerDirect(status int, codes ...string) {
+	register(CategoryFromStatus(status), codes...)
+	for _, code := range codes {
+		directStatus[code] = status
+	}
+}
+
+// DirectStatus returns the fixed HTTP status of a code the catalog returns
+// directly over HTTP, and false for a code whose status follows its
+// category.
+func DirectStatus(code string) (int, bool) {
+	s, ok := directStatus[code]
+	return s, ok
+}
+
+// StatusOf is the HTTP status of a reason code: its fixed direct status,
+// else its category's status (500 for an unregistered code).
+func StatusOf(code string) int {
+	if s, ok := directStatus[code]; ok {
+		return s
+	}
+	return HTTPStatus(CategoryOf(code))
+}
+
+// InternalReasonCode is the reason_code JSON reports for an error that is
+// not a DomainError. It is the category name, not a catalog code: such an
+// error is a bug (spec 004: INTERNAL = 未分類例外・実装漏れ) and its text is
+// not shown to the caller.
+const InternalReasonCode = "INTERNAL"
+
+// Body is the error body every endpoint returns on failure (spec 004 エラー
+// カタログ): {error, reason_code, category, details, request_id}. Status is
+// the HTTP status to send with it and is not part of the JSON.
+type Body struct {
+	Status     int            `json:"-"`
+	Error      string         `json:"error"`
+	ReasonCode string         `json:"reason_code"`
+	Category   Category       `json:"category"`
+	Details    map[string]any `json:"details"`
+	RequestID  string         `json:"request_id"`
+}
+
+// JSON builds the catalog's error body for err. A DomainError contributes
+// its message, code, category and details; any other error becomes an
+// INTERNAL 500 whose message does not reveal the error's text. Details is
+// never null in the JSON.
+func JSON(err error, requestID string) Body {
+	de, ok := As(err)
+	if !ok {
+		return Body{
+			Status:     HTTPStatus(Internal),
+			Error:      "internal error",
+			ReasonCode: InternalReasonCode,
+			Category:   Internal,
+			Details:    map[string]any{},
+			RequestID:  requestID,
+		}
+	}
+	details := de.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	msg := de.Message
+	if msg == "" {
+		msg = de.Code
+	}
+	return Body{
+		Status:     de.HTTPStatus(),
+		Error:      msg,
+		ReasonCode: de.Code,
+		Category:   de.Category,
+		Details:    details,
+		RequestID:  requestID,
+	}
 }

@@ -4,7 +4,10 @@
 // unfair busy-waiting), and a separate pool of read connections. Every
 // pragma is in the DSN so it applies to every pooled connection. Writes are
 // durable when acknowledged (synchronous=FULL); throughput comes from
-// batching work into fewer commits, never from weaker durability.
+// batching work into fewer commits, never from weaker durability: either
+// explicitly (several changes in one Write) or by group commit
+// (WriteGrouped, group.go: concurrent callers share one commit, each in its
+// own savepoint). Write statements are prepared once and cached.
 //
 // The coordinator's consolidated schema (schema.sql) and the SQL dialect
 // idioms (dialect.go) live here and nowhere else, so that another backend
@@ -20,6 +23,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	_ "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
@@ -31,7 +36,23 @@ type DB struct {
 	w     *sql.DB
 	r     *sql.DB
 	stats Stats
+
+	// stmts caches statements prepared on the writer connection, so a
+	// hot write path does not re-parse and re-plan its SQL on every call
+	// (mattn/go-sqlite3 prepares every Exec/Query afresh otherwise).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+	closed bool
+
+	// group commit queue (group.go)
+	groupMu      sync.Mutex
+	groupQueue   []*groupReq
+	groupLeading bool
 }
+
+// maxCachedStmts bounds the statement cache; beyond it statements run
+// unprepared (correct, just slower).
+const maxCachedStmts = 512
 
 // Stats counts statements and commits, to measure the cost of a flow.
 type Stats struct {
@@ -81,7 +102,62 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.r.Close(), db.w.Close())
+	db.stmtMu.Lock()
+	var errs []error
+	for _, st := range db.stmts {
+		errs = append(errs, st.Close())
+	}
+	db.stmts = nil
+	db.closed = true
+	db.stmtMu.Unlock()
+	return errors.Join(append(errs, db.r.Close(), db.w.Close())...)
+}
+
+// cachedStmt returns the prepared statement for query if the cache has
+// it. A miss runs unprepared and is remembered; prepareMissed prepares the
+// misses after the transaction ends, when the single writer connection is
+// free (preparing on db.w inside the transaction would wait for that very
+// connection forever).
+func (db *DB) cachedStmt(query string) (*sql.Stmt, bool) {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	st, ok := db.stmts[query]
+	return st, ok
+}
+
+// prepareMissed prepares the single-statement queries a write
+// transaction ran unprepared, up to the cache bound. Failures are not
+// errors: the query keeps running unprepared.
+func (db *DB) prepareMissed(ctx context.Context, missed map[string]bool) {
+	for query := range missed {
+		db.stmtMu.Lock()
+		_, have := db.stmts[query]
+		full := len(db.stmts) >= maxCachedStmts
+		db.stmtMu.Unlock()
+		if have || full {
+			continue
+		}
+		st, err := db.w.PrepareContext(ctx, query)
+		if err != nil {
+			continue
+		}
+		db.stmtMu.Lock()
+		if _, have := db.stmts[query]; have || db.closed {
+			st.Close()
+		} else {
+			if db.stmts == nil {
+				db.stmts = map[string]*sql.Stmt{}
+			}
+			db.stmts[query] = st
+		}
+		db.stmtMu.Unlock()
+	}
+}
+
+// singleStatement reports whether query is one statement (Prepare would
+// silently run only the first statement of a script).
+func singleStatement(query string) bool {
+	return !strings.Contains(strings.TrimRight(strings.TrimSpace(query), ";"), ";")
 }
 
 // Stats returns the statement and commit counters so far.
@@ -108,6 +184,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{Tx: stx, stats: &db.stats}
+	if write {
+		tx.db = db
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = stx.Rollback()
@@ -125,30 +204,60 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 	}
 	if write {
 		db.stats.Commits.Add(1)
+		if len(tx.missed) > 0 {
+			db.prepareMissed(ctx, tx.missed)
+		}
 	}
 	return nil
 }
 
-// Tx is one transaction. Its Exec/Query/QueryRow count statements.
+// Tx is one transaction. Its Exec/Query/QueryRow count statements; in a
+// write transaction they reuse statements prepared on the writer
+// connection.
 type Tx struct {
 	*sql.Tx
-	stats *Stats
+	stats  *Stats
+	db     *DB             // set for write transactions: source of cached statements
+	missed map[string]bool // statements to prepare after this transaction
+}
+
+func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if tx.db == nil || !singleStatement(query) {
+		return nil
+	}
+	if st, ok := tx.db.cachedStmt(query); ok {
+		return tx.Tx.StmtContext(ctx, st)
+	}
+	if tx.missed == nil {
+		tx.missed = map[string]bool{}
+	}
+	tx.missed[query] = true
+	return nil
 }
 
 // ExecContext runs a statement.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.stats.Statements.Add(1)
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return tx.Tx.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	tx.stats.Statements.Add(1)
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return tx.Tx.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a single-row query.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	tx.stats.Statements.Add(1)
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return tx.Tx.QueryRowContext(ctx, query, args...)
 }

@@ -1,0 +1,205 @@
+package bankapi
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+)
+
+func missing(cmd Command, field string) error {
+	return domainerr.New("MISSING_FIELD", fmt.Sprintf("%s: %s is required", cmd, field),
+		map[string]any{"command": string(cmd), "field": field})
+}
+
+func invalid(cmd Command, field, why string) error {
+	return domainerr.New("INVALID_REQUEST", fmt.Sprintf("%s: %s %s", cmd, field, why),
+		map[string]any{"command": string(cmd), "field": field})
+}
+
+func need(cmd Command, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return missing(cmd, pairs[i])
+		}
+	}
+	return nil
+}
+
+// ValidateAmount checks an amount at the input boundary: positive, at most
+// MaxAmountValue, with a three-letter upper-case currency.
+func ValidateAmount(cmd Command, field string, a Amount) error {
+	if a.Value <= 0 || a.Value > MaxAmountValue {
+		return domainerr.New("INVALID_AMOUNT",
+			fmt.Sprintf("%s: %s.value must be in 1..%d, got %d", cmd, field, MaxAmountValue, a.Value),
+			map[string]any{"command": string(cmd), "field": field + ".value", "value": a.Value})
+	}
+	if a.Currency == "" {
+		return missing(cmd, field+".currency")
+	}
+	if len(a.Currency) != 3 || !upper(a.Currency) {
+		return invalid(cmd, field+".currency", fmt.Sprintf("must be an ISO 4217 code, got %q", a.Currency))
+	}
+	return nil
+}
+
+func upper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func stamp(cmd Command, field, v string) error {
+	if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+		return invalid(cmd, field, fmt.Sprintf("must be RFC3339, got %q", v))
+	}
+	return nil
+}
+
+// Command implementations, RequestID accessors and validation.
+
+func (r *ReserveFundsRequest) Command() Command  { return ReserveFunds }
+func (r *ReserveFundsRequest) RequestID() string { return r.RequestIDValue }
+func (r *ReserveFundsRequest) Validate() error {
+	if err := need(ReserveFunds, "request_id", r.RequestIDValue, "txid", r.TxID, "account_hash", r.AccountHash); err != nil {
+		return err
+	}
+	return ValidateAmount(ReserveFunds, "amount", r.Amount)
+}
+
+func (r *ExecuteDebitRequest) Command() Command  { return ExecuteDebit }
+func (r *ExecuteDebitRequest) RequestID() string { return r.RequestIDValue }
+func (r *ExecuteDebitRequest) Validate() error {
+	if err := need(ExecuteDebit, "request_id", r.RequestIDValue, "txid", r.TxID, "decision_proof_ref", r.DecisionProofRef); err != nil {
+		return err
+	}
+	if err := ValidateAmount(ExecuteDebit, "amount", r.Amount); err != nil {
+		return err
+	}
+	if r.HReservation == nil || r.HReservation.ReservationID == "" {
+		// HIGH_VALUE skips reserve-funds and names the account directly.
+		if r.PayerAccountHash == "" {
+			return missing(ExecuteDebit, "h_reservation.reservation_id or payer_account_hash")
+		}
+	}
+	if r.ExecutionDeadline != "" {
+		return stamp(ExecuteDebit, "execution_deadline", r.ExecutionDeadline)
+	}
+	return nil
+}
+
+func (r *ExecuteCreditRequest) Command() Command  { return ExecuteCredit }
+func (r *ExecuteCreditRequest) RequestID() string { return r.RequestIDValue }
+func (r *ExecuteCreditRequest) Validate() error {
+	if err := need(ExecuteCredit, "request_id", r.RequestIDValue, "txid", r.TxID,
+		"decision_proof_ref", r.DecisionProofRef, "payee_account_hash", r.PayeeAccountHash); err != nil {
+		return err
+	}
+	return ValidateAmount(ExecuteCredit, "amount", r.Amount)
+}
+
+func (r *ReleaseReserveRequest) Command() Command  { return ReleaseReserve }
+func (r *ReleaseReserveRequest) RequestID() string { return r.RequestIDValue }
+func (r *ReleaseReserveRequest) Validate() error {
+	return need(ReleaseReserve, "request_id", r.RequestIDValue, "txid", r.TxID, "reservation_ref", r.ReservationRef)
+}
+
+func (r *LegReadyCheckRequest) Command() Command  { return LegReadyCheck }
+func (r *LegReadyCheckRequest) RequestID() string { return r.RequestIDValue }
+func (r *LegReadyCheckRequest) Validate() error {
+	if err := need(LegReadyCheck, "request_id", r.RequestIDValue, "gtid", r.GTID, "leg_id", r.LegID,
+		"role", r.Role, "account_hash", r.AccountHash); err != nil {
+		return err
+	}
+	if r.Role != RolePayer && r.Role != RolePayee {
+		return invalid(LegReadyCheck, "role", fmt.Sprintf("must be PAYER or PAYEE, got %q", r.Role))
+	}
+	return ValidateAmount(LegReadyCheck, "amount", r.Amount)
+}
+
+func (r *AuthorityCheckRequest) Command() Command  { return AuthorityCheck }
+func (r *AuthorityCheckRequest) RequestID() string { return r.RequestIDValue }
+func (r *AuthorityCheckRequest) Validate() error {
+	if err := need(AuthorityCheck, "request_id", r.RequestIDValue, "txid", r.TxID, "check_type", r.CheckType); err != nil {
+		return err
+	}
+	if r.CheckType != CheckInitial && r.CheckType != CheckRecheck {
+		return invalid(AuthorityCheck, "check_type", fmt.Sprintf("must be INITIAL or RECHECK, got %q", r.CheckType))
+	}
+	return nil
+}
+
+func (r *NameCheckRequest) Command() Command  { return NameCheck }
+func (r *NameCheckRequest) RequestID() string { return r.RequestIDValue }
+func (r *NameCheckRequest) Validate() error {
+	return need(NameCheck, "request_id", r.RequestIDValue, "txid", r.TxID, "account_hash", r.AccountHash)
+}
+
+func (r *AccountVerifyRequest) Command() Command  { return AccountVerify }
+func (r *AccountVerifyRequest) RequestID() string { return r.RequestIDValue }
+func (r *AccountVerifyRequest) Validate() error {
+	return need(AccountVerify, "request_id", r.RequestIDValue, "verification_id", r.VerificationID,
+		"target_account_hash", r.TargetAccountHash)
+}
+
+func (r *CreditNotifyRequest) Command() Command  { return CreditNotify }
+func (r *CreditNotifyRequest) RequestID() string { return r.RequestIDValue }
+func (r *CreditNotifyRequest) Validate() error {
+	if err := need(CreditNotify, "request_id", r.RequestIDValue, "txid", r.TxID,
+		"payee_account_hash", r.PayeeAccountHash, "payer_bank_id", r.PayerBankID); err != nil {
+		return err
+	}
+	return ValidateAmount(CreditNotify, "amount", r.Amount)
+}
+
+func (r *RTPNotifyRequest) Command() Command  { return RTPNotify }
+func (r *RTPNotifyRequest) RequestID() string { return r.RequestIDValue }
+func (r *RTPNotifyRequest) Validate() error {
+	if err := need(RTPNotify, "request_id", r.RequestIDValue, "rtp_id", r.RTPID, "payee_bank_id", r.PayeeBankID,
+		"payer_bank_id", r.PayerBankID, "expires_at", r.ExpiresAt, "payee_name", r.PayeeName); err != nil {
+		return err
+	}
+	if err := ValidateAmount(RTPNotify, "amount", r.Amount); err != nil {
+		return err
+	}
+	return stamp(RTPNotify, "expires_at", r.ExpiresAt)
+}
+
+func (r *DebitSettledRequest) Command() Command  { return DebitSettled }
+func (r *DebitSettledRequest) RequestID() string { return r.RequestIDValue }
+func (r *DebitSettledRequest) Validate() error {
+	if err := need(DebitSettled, "request_id", r.RequestIDValue, "txid", r.TxID,
+		"payee_bank_id", r.PayeeBankID, "settled_at", r.SettledAt); err != nil {
+		return err
+	}
+	if err := ValidateAmount(DebitSettled, "amount", r.Amount); err != nil {
+		return err
+	}
+	return stamp(DebitSettled, "settled_at", r.SettledAt)
+}
+
+func (r *InitializeBankRequest) Command() Command  { return InitializeBank }
+func (r *InitializeBankRequest) RequestID() string { return r.RequestIDValue }
+func (r *InitializeBankRequest) Validate() error {
+	if r.BOJPrefund != nil && (*r.BOJPrefund < 0 || *r.BOJPrefund > MaxAmountValue) {
+		return domainerr.New("INVALID_AMOUNT",
+			fmt.Sprintf("initialize-bank: boj_prefund must be in 0..%d, got %d", MaxAmountValue, *r.BOJPrefund),
+			map[string]any{"command": string(InitializeBank), "field": "boj_prefund"})
+	}
+	return nil
+}
+
+// Prefund is boj_prefund or its default.
+func (r *InitializeBankRequest) Prefund() int64 {
+	if r.BOJPrefund == nil {
+		return DefaultBOJPrefund
+	}
+	return *r.BOJPrefund
+}
+
+func (r *CleanupBankRequest) Command() Command  { return CleanupBank }
+func (r *CleanupBankRequest) RequestID() string { return "" }
+func (r *CleanupBankRequest) Validate() error   { return nil }

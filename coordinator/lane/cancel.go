@@ -1,0 +1,195 @@
+package lane
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Cancel cancels an in-flight transaction.
+type Cancel struct {
+	TxID string
+	// ReasonCode is the state reason_code written to the row and the log
+	// (TIMELOCK_EXPIRED, CANCEL_BY_PAYER, ...). Required.
+	ReasonCode string
+	// FromStates guards the cancel; nil means every state with an edge to
+	// DECIDED_CANCEL (CancellableStates).
+	FromStates []TxState
+	Issuer     string // "" means 'ZC'; must be the owner
+	// SkipReleaseH leaves the H reservations alone (for lanes that never
+	// reserved H or release it elsewhere).
+	SkipReleaseH bool
+	EventType    finality.EventType // "" means DecidedCancel
+	Payload      map[string]any     // extra payload fields
+	SetColumns   map[string]any
+	SideUpdates  SideUpdates
+}
+
+// CancelResult reports a cancel. Released lists the H reservations the
+// cancel released; it is empty unless Applied.
+type CancelResult struct {
+	Result
+	Released []Release
+}
+
+// CancelInFlightTx runs c in its own write transaction.
+func (l *Lanes) CancelInFlightTx(ctx context.Context, c Cancel) (CancelResult, error) {
+	var res CancelResult
+	err := l.write(ctx, func(tx *store.Tx) error {
+		var err error
+		res, err = l.CancelInTx(ctx, tx, c)
+		return err
+	})
+	if err != nil {
+		return CancelResult{}, err
+	}
+	return res, nil
+}
+
+// CancelInTx runs c inside the caller's write transaction in the order
+// spec 000 §4 fixes: state guard (the CAS to DECIDED_CANCEL, which also
+// hands the owner back to 'ZC'), then H release, then the log entry, then
+// the side updates. H is released only when the CAS applied, so a cancel
+// that lost to a concurrent decision never frees a LOCKED reservation.
+func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelResult, error) {
+	if c.TxID == "" {
+		return CancelResult{}, missing("txid")
+	}
+	if c.ReasonCode == "" {
+		return CancelResult{}, missing("reason_code")
+	}
+	from := c.FromStates
+	if from == nil {
+		from = CancellableStates()
+	}
+	for _, s := range from {
+		if !CanTransition(s, DecidedCancel) {
+			return CancelResult{}, impossible(c.TxID, s, DecidedCancel)
+		}
+	}
+	if c.EventType == "" {
+		c.EventType = finality.DecidedCancel
+	}
+	if err := l.gate.CheckWritable(ctx, tx); err != nil {
+		return CancelResult{}, err
+	}
+	issuer := issuerOrZC(c.Issuer)
+	cur, err := readRow(ctx, tx, c.TxID)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	if cur.Owner != issuer {
+		return CancelResult{}, ownershipViolation(c.TxID, cur.Owner, issuer)
+	}
+	notApplied := CancelResult{Result: Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}}
+	guard := false
+	for _, s := range from {
+		guard = guard || s == cur.State
+	}
+	if !guard {
+		return notApplied, nil
+	}
+	cols := map[string]any{"reason_code": c.ReasonCode}
+	for k, v := range c.SetColumns {
+		if k == "reason_code" {
+			return CancelResult{}, domainerr.New("INVALID_REQUEST", "set reason_code through Cancel.ReasonCode", nil)
+		}
+		cols[k] = v
+	}
+	now := l.now()
+	ok, err := casUpdate{txid: c.TxID, from: cur, to: DecidedCancel, newOwner: OwnerZC, setCols: cols, pending: true, updatedAt: now}.run(ctx, tx)
+	if err != nil || !ok {
+		return notApplied, err
+	}
+	if err := l.fault(ctx, tx, c.TxID); err != nil {
+		return CancelResult{}, err
+	}
+	var released []Release
+	if !c.SkipReleaseH {
+		if released, err = releaseH(ctx, tx, c.TxID, now); err != nil {
+			return CancelResult{}, err
+		}
+	}
+	payload := map[string]any{}
+	for k, v := range c.Payload {
+		payload[k] = v
+	}
+	payload["reason_code"] = c.ReasonCode
+	payload["h_released"] = released
+	if cur.Owner != OwnerZC {
+		payload["owner_from"], payload["owner_to"] = cur.Owner, OwnerZC
+	}
+	entry, err := l.log.Append(ctx, tx, finality.Event{TxID: c.TxID, Type: c.EventType, StateFrom: string(cur.State), StateTo: string(DecidedCancel), Payload: payload})
+	if err != nil {
+		return CancelResult{}, err
+	}
+	if c.SideUpdates != nil {
+		if err := c.SideUpdates(ctx, tx); err != nil {
+			return CancelResult{}, err
+		}
+	}
+	return CancelResult{Result: Result{Applied: true, PreviousState: cur.State, State: DecidedCancel, Version: cur.Version + 1, Owner: OwnerZC, Entry: entry}, Released: released}, nil
+}
+
+// Release is one H reservation a cancel released.
+type Release struct {
+	ReservationID string `json:"reservation_id"`
+	BankID        string `json:"bank_id"`
+	Currency      string `json:"currency"`
+	Amount        int64  `json:"amount"`
+}
+
+// releaseH releases every unreleased HReservations row of txid: each row
+// is flipped with a guarded UPDATE (is_released 0 -> 1) and only then is
+// the participant's h_used decremented, itself guarded so it never goes
+// below zero (JPY on Participants, other currencies on
+// ParticipantCurrencyLimits, as in spec 003). coordinator/hlimit owns the
+// full H model; this is the minimal release the cancel path needs, and it
+// touches only the columns that model defines.
+func releaseH(ctx context.Context, tx *store.Tx, txid, now string) ([]Release, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT reservation_id, bank_id, currency, amount FROM HReservations WHERE txid = ? AND is_released = 0 ORDER BY reservation_id", txid)
+	if err != nil {
+		return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
+	}
+	var out []Release
+	for rows.Next() {
+		var r Release
+		if err := rows.Scan(&r.ReservationID, &r.BankID, &r.Currency, &r.Amount); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
+		}
+		out = append(out, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
+	}
+	for _, r := range out {
+		ok, err := store.Applied(tx.ExecContext(ctx, "UPDATE HReservations SET is_released = 1, released_at = ? WHERE reservation_id = ? AND is_released = 0", now, r.ReservationID))
+		if err != nil {
+			return nil, fmt.Errorf("lane: release %s: %w", r.ReservationID, err)
+		}
+		if !ok {
+			return nil, domainerr.New("INVARIANT_VIOLATION", "H reservation released concurrently", map[string]any{"txid": txid, "reservation_id": r.ReservationID})
+		}
+		if r.Currency == "JPY" {
+			ok, err = store.Applied(tx.ExecContext(ctx, "UPDATE Participants SET h_used = h_used - ? WHERE bank_id = ? AND h_used >= ?", r.Amount, r.BankID, r.Amount))
+		} else {
+			ok, err = store.Applied(tx.ExecContext(ctx, "UPDATE ParticipantCurrencyLimits SET h_used = h_used - ? WHERE bank_id = ? AND currency = ? AND h_used >= ?", r.Amount, r.BankID, r.Currency, r.Amount))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lane: decrement h_used of %s for %s: %w", r.BankID, r.ReservationID, err)
+		}
+		if !ok {
+			return nil, domainerr.New("INVARIANT_VIOLATION", "h_used is below the reservation being released",
+				map[string]any{"txid": txid, "reservation_id": r.ReservationID, "bank_id": r.BankID, "currency": r.Currency, "amount": r.Amount})
+		}
+	}
+	if out == nil {
+		out = []Release{}
+	}
+	return out, nil
+}

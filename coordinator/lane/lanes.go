@@ -1,0 +1,199 @@
+package lane
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// WritableGate refuses writes while the system is read-only;
+// sysmode.Gate implements it.
+type WritableGate interface {
+	CheckWritable(ctx context.Context, tx *store.Tx) error
+}
+
+// SideUpdates runs the caller's own writes inside the primitive's
+// transaction, after the CAS applied and the FinalityLog entry was
+// appended. An error rolls back everything, CAS and entry included.
+type SideUpdates func(ctx context.Context, tx *store.Tx) error
+
+// Lanes runs the lane primitives against one coordinator database.
+type Lanes struct {
+	db     *store.DB
+	log    *finality.Log
+	gate   WritableGate
+	clock  clock.Clock
+	logger *slog.Logger
+	write  func(ctx context.Context, fn func(tx *store.Tx) error) error
+
+	// afterCAS is a fault-injection point for tests: called right after a
+	// CAS applied and before the FinalityLog append.
+	afterCAS func(ctx context.Context, tx *store.Tx, txid string) error
+}
+
+// New returns the primitives. gate must not be nil (use sysmode.Gate{});
+// clk nil means the system clock; logger nil discards.
+func New(db *store.DB, log *finality.Log, gate WritableGate, clk clock.Clock, logger *slog.Logger) *Lanes {
+	if gate == nil {
+		panic("lane.New: nil WritableGate: every primitive must pass the writable gate")
+	}
+	if clk == nil {
+		clk = clock.System{}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Lanes{db: db, log: log, gate: gate, clock: clk, logger: logger, write: db.Write}
+}
+
+// WithGroupCommit returns primitives that commit through
+// store.DB.WriteGrouped: concurrent calls share one commit (each in its own
+// savepoint, so each is still all-or-nothing and returns only once
+// durable). Same API, same results; higher throughput under concurrency.
+func (l *Lanes) WithGroupCommit() *Lanes {
+	c := *l
+	c.write = l.db.WriteGrouped
+	return &c
+}
+
+// DB is the database the primitives write to (for batching callers:
+// l.DB().Write(ctx, func(tx) { l.TransitionInTx(ctx, tx, ...) ... })).
+func (l *Lanes) DB() *store.DB { return l.db }
+
+// row is the guarded part of a Transactions row.
+type row struct {
+	State   TxState
+	Version int64
+	Owner   string
+}
+
+func readRow(ctx context.Context, tx *store.Tx, txid string) (row, error) {
+	var r row
+	var state string
+	err := tx.QueryRowContext(ctx, "SELECT state, version, owner FROM Transactions WHERE txid = ?", txid).Scan(&state, &r.Version, &r.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, domainerr.New("TX_NOT_FOUND", "transaction not found", map[string]any{"txid": txid})
+	}
+	if err != nil {
+		return row{}, fmt.Errorf("lane: read %s: %w", txid, err)
+	}
+	r.State = TxState(state)
+	return r, nil
+}
+
+func (l *Lanes) now() string { return clock.Stamp(l.clock.Now()) }
+
+func (l *Lanes) fault(ctx context.Context, tx *store.Tx, txid string) error {
+	if l.afterCAS != nil {
+		return l.afterCAS(ctx, tx, txid)
+	}
+	return nil
+}
+
+// guardedColumns can only be written by the primitives themselves.
+var guardedColumns = map[string]bool{
+	"txid": true, "state": true, "owner": true, "version": true,
+	"created_at": true, "updated_at": true, "pending_since": true,
+}
+
+// settableColumns are the Transactions columns callers may set through
+// SetColumns / ExtraColumns.
+var settableColumns = map[string]bool{
+	"amount_currency": true, "payee_account_hash": true, "pspr_ref": true, "purpose": true,
+	"schema_version": true, "h_reservation_id": true, "decision_proof_ref": true,
+	"finality_log_ref": true, "payer_bank_proof_ref": true, "payee_bank_proof_ref": true,
+	"reason_code": true, "case_id": true, "dns_cycle_id": true, "expires_at": true,
+	"external_settlement_status": true, "verification_id": true, "edi_ref": true,
+	"fatf_data_json": true, "is_cross_border": true, "fatf16_applicable": true,
+	"mandate_id": true, "pending_request_json": true,
+}
+
+// checkColumns refuses guarded or unknown column names (names are spliced
+// into SQL, so only known names may pass) and returns them sorted.
+func checkColumns(cols map[string]any) ([]string, error) {
+	names := make([]string, 0, len(cols))
+	for c := range cols {
+		if guardedColumns[c] {
+			return nil, domainerr.New("INVALID_REQUEST", "column is written only by the lane primitive itself", map[string]any{"column": c})
+		}
+		if !settableColumns[c] {
+			return nil, domainerr.New("INVALID_REQUEST", "unknown Transactions column", map[string]any{"column": c})
+		}
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// casUpdate builds and runs the guarded UPDATE: sets state (and owner,
+// reason_code, extra columns), bumps version, and applies only if state,
+// version and owner are still what was read.
+type casUpdate struct {
+	txid      string
+	from      row
+	to        TxState
+	newOwner  string // "" keeps the owner
+	setCols   map[string]any
+	pending   bool // restart the pending_since timer
+	updatedAt string
+}
+
+func (u casUpdate) run(ctx context.Context, tx *store.Tx) (bool, error) {
+	names, err := checkColumns(u.setCols)
+	if err != nil {
+		return false, err
+	}
+	var b strings.Builder
+	args := []any{}
+	b.WriteString("UPDATE Transactions SET state = ?, version = version + 1, updated_at = ?")
+	args = append(args, string(u.to), u.updatedAt)
+	if u.pending {
+		b.WriteString(", pending_since = ?")
+		args = append(args, u.updatedAt)
+	}
+	if u.newOwner != "" {
+		b.WriteString(", owner = ?")
+		args = append(args, u.newOwner)
+	}
+	for _, c := range names {
+		b.WriteString(", " + c + " = ?")
+		args = append(args, u.setCols[c])
+	}
+	b.WriteString(" WHERE txid = ? AND state = ? AND version = ? AND owner = ?")
+	args = append(args, u.txid, string(u.from.State), u.from.Version, u.from.Owner)
+	ok, err := store.Applied(tx.ExecContext(ctx, b.String(), args...))
+	if err != nil {
+		return false, fmt.Errorf("lane: CAS %s %s->%s: %w", u.txid, u.from.State, u.to, err)
+	}
+	return ok, nil
+}
+
+func impossible(txid string, from, to TxState) error {
+	return domainerr.New("IMPOSSIBLE_TRANSITION", "transition not in ALLOWED_TRANSITIONS",
+		map[string]any{"txid": txid, "from": string(from), "to": string(to)})
+}
+
+func ownershipViolation(txid, owner, issuer string) error {
+	return domainerr.New("OWNERSHIP_VIOLATION", "issuer does not own the transaction",
+		map[string]any{"txid": txid, "owner": owner, "issuer": issuer})
+}
+
+func missing(field string) error {
+	return domainerr.New("MISSING_FIELD", field+" is required", map[string]any{"field": field})
+}
+
+func issuerOrZC(issuer string) string {
+	if issuer == "" {
+		return OwnerZC
+	}
+	return issuer
+}

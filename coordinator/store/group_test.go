@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func TestWriteGroupedIsolatesEachCaller(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL); CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT OR IGNORE INTO counter VALUES (1, 0);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const callers = 48
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	panics := make([]any, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			errs[i] = db.WriteGrouped(ctx, func(tx *Tx) error {
+				if _, err := tx.ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1"); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprint("k", i), i); err != nil {
+					return err
+				}
+				switch i % 8 {
+				case 3:
+					return fmt.Errorf("caller %d fails", i)
+				case 5:
+					panic(fmt.Sprintf("caller %d panics", i))
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	want := 0
+	for i := 0; i < callers; i++ {
+		switch i % 8 {
+		case 3:
+			if errs[i] == nil || panics[i] != nil {
+				t.Errorf("caller %d: err %v panic %v, want its own error", i, errs[i], panics[i])
+			}
+		case 5:
+			if panics[i] != fmt.Sprintf("caller %d panics", i) {
+				t.Errorf("caller %d: panic %v not re-raised in the caller", i, panics[i])
+			}
+		default:
+			want++
+			if errs[i] != nil || panics[i] != nil {
+				t.Errorf("caller %d: err %v panic %v", i, errs[i], panics[i])
+			}
+		}
+	}
+	var rows, n int
+	if err := db.Read(ctx, func(tx *Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv").Scan(&rows); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT n FROM counter").Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rows != want || n != want {
+		t.Fatalf("rows=%d counter=%d, want %d each (failed callers fully undone)", rows, n, want)
+	}
+	if c := db.Stats().Commits; c >= callers {
+		t.Logf("note: %d commits for %d callers (no grouping happened this run)", c, callers)
+	}
+}
+
+func TestWriteGroupedHonoursCancelledContext(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err = db.WriteGrouped(ctx, func(tx *Tx) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("err %v ran %v", err, ran)
+	}
+}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriterStatementCache(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	upsert := "INSERT INTO kv (k, v) VALUES (?, 1) ON CONFLICT (k) DO UPDATE SET v = v + 1"
+	script := "INSERT INTO kv (k, v) VALUES ('s1', 1); INSERT INTO kv (k, v) VALUES ('s2', 2);"
+	for i := 0; i < 3; i++ {
+		if err := db.Write(ctx, func(tx *Tx) error {
+			if _, err := tx.ExecContext(ctx, upsert, "a"); err != nil {
+				return err
+			}
+			if i == 0 {
+				_, err := tx.ExecContext(ctx, script) // a script is never prepared: both statements run
+				return err
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := db.cachedStmt(upsert); !ok {
+			t.Fatalf("after write %d the statement is not cached", i+1)
+		}
+	}
+	if _, ok := db.cachedStmt(script); ok {
+		t.Fatal("multi-statement script was cached")
+	}
+	var v, n int
+	if err := db.Read(ctx, func(tx *Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT v FROM kv WHERE k = 'a'").Scan(&v); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv WHERE k IN ('s1', 's2')").Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v != 3 || n != 2 {
+		t.Fatalf("v=%d (want 3: cached statement ran every time), script rows=%d (want 2)", v, n)
+	}
+	// A rolled-back transaction with a cached statement leaves nothing.
+	_ = db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.ExecContext(ctx, upsert, "a"); err != nil {
+			return err
+		}
+		return context.Canceled
+	})
+	if err := db.Read(ctx, func(tx *Tx) error { return tx.QueryRowContext(ctx, "SELECT v FROM kv WHERE k = 'a'").Scan(&v) }); err != nil || v != 3 {
+		t.Fatalf("v=%d after rollback, want 3 (%v)", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db.prepareMissed(ctx, map[string]bool{"SELECT 1": true}) // after Close: a no-op, not a panic
+}

@@ -1,0 +1,217 @@
+package sysmode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Mode is a system mode.
+type Mode string
+
+// The modes. NORMAL is the absence of both read-only flags.
+const (
+	Normal             Mode = "NORMAL"
+	QuorumLossReadOnly Mode = "QUORUM_LOSS_READONLY"
+	BCPReadOnly        Mode = "BCP_READONLY"
+)
+
+// Status is the state of both flags.
+type Status struct {
+	QuorumLoss bool
+	BCP        bool
+}
+
+// Writable reports whether writes are allowed (neither flag set).
+func (s Status) Writable() bool { return !s.QuorumLoss && !s.BCP }
+
+// Modes lists the active modes, or [NORMAL].
+func (s Status) Modes() []Mode {
+	var out []Mode
+	if s.QuorumLoss {
+		out = append(out, QuorumLossReadOnly)
+	}
+	if s.BCP {
+		out = append(out, BCPReadOnly)
+	}
+	if len(out) == 0 {
+		out = []Mode{Normal}
+	}
+	return out
+}
+
+// ReadStatus reads both flags inside tx (read or write transaction).
+func ReadStatus(ctx context.Context, tx *store.Tx) (Status, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT mode, active FROM SystemMode")
+	if err != nil {
+		return Status{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+	}
+	defer rows.Close()
+	var s Status
+	n := 0
+	for rows.Next() {
+		var mode string
+		var active int
+		if err := rows.Scan(&mode, &active); err != nil {
+			return Status{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+		}
+		n++
+		switch Mode(mode) {
+		case QuorumLossReadOnly:
+			s.QuorumLoss = active == 1
+		case BCPReadOnly:
+			s.BCP = active == 1
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Status{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+	}
+	if n != 2 {
+		// A missing row would silently read as "writable": fail closed.
+		return Status{}, domainerr.New("INVARIANT_VIOLATION", "SystemMode must hold exactly the two mode rows", map[string]any{"rows": n})
+	}
+	return s, nil
+}
+
+// Gate is the writable gate. The zero value is ready to use.
+type Gate struct{}
+
+// CheckWritable returns nil when writes are allowed, and otherwise
+// SYSTEM_QUORUM_LOSS_READ_ONLY (checked first: without quorum nothing can
+// commit safely) or SYSTEM_BCP_READ_ONLY, both DOWNSTREAM and so
+// retryable. It reads the flags inside the caller's write transaction, so
+// a mode change and a write are serialised: no write commits after the
+// commit that set a read-only flag.
+func (Gate) CheckWritable(ctx context.Context, tx *store.Tx) error {
+	s, err := ReadStatus(ctx, tx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.QuorumLoss:
+		return domainerr.New("SYSTEM_QUORUM_LOSS_READ_ONLY", "coordinator is read-only: consensus quorum lost", map[string]any{"modes": s.Modes()})
+	case s.BCP:
+		return domainerr.New("SYSTEM_BCP_READ_ONLY", "coordinator is read-only: BCP mode declared by the operator", map[string]any{"modes": s.Modes()})
+	}
+	return nil
+}
+
+// Controller changes the modes.
+type Controller struct {
+	db     *store.DB
+	log    *finality.Log
+	clock  clock.Clock
+	logger *slog.Logger
+}
+
+// NewController returns a Controller. logger may be nil.
+func NewController(db *store.DB, log *finality.Log, clk clock.Clock, logger *slog.Logger) *Controller {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{db: db, log: log, clock: clk, logger: logger}
+}
+
+// Status reads the current flags (always allowed).
+func (c *Controller) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		s, err = ReadStatus(ctx, tx)
+		return err
+	})
+	return s, err
+}
+
+// HasQuorum reports whether up of configured replicas is a strict
+// majority: up >= floor(configured/2)+1.
+func HasQuorum(up, configured int) bool { return up >= configured/2+1 }
+
+// ReconcileQuorum is the only writer of QUORUM_LOSS_READONLY: it sets the
+// flag when replicasUp is below the strict majority floor(N/2)+1 of
+// replicasConfigured, and clears it when the majority is back. It never
+// touches BCP_READONLY. changed reports whether the flag moved.
+func (c *Controller) ReconcileQuorum(ctx context.Context, replicasUp, replicasConfigured int) (s Status, changed bool, err error) {
+	if replicasConfigured < 1 || replicasUp < 0 || replicasUp > replicasConfigured {
+		return Status{}, false, domainerr.New("INVALID_REQUEST", "replica counts out of range",
+			map[string]any{"replicas_up": replicasUp, "replicas_configured": replicasConfigured})
+	}
+	lost := !HasQuorum(replicasUp, replicasConfigured)
+	ev := finality.SystemQuorumLossCleared
+	if lost {
+		ev = finality.SystemQuorumLossActivated
+	}
+	detail := map[string]any{"replicas_up": replicasUp, "replicas_configured": replicasConfigured, "required": replicasConfigured/2 + 1}
+	return c.set(ctx, QuorumLossReadOnly, lost, "SYSTEM", "quorum reconciliation", ev, detail)
+}
+
+// ActivateBCP declares BCP_READONLY on behalf of operator. It is the only
+// way the flag is set; it does not touch QUORUM_LOSS_READONLY.
+func (c *Controller) ActivateBCP(ctx context.Context, operator, reason string) (Status, bool, error) {
+	if operator == "" {
+		return Status{}, false, domainerr.New("MISSING_FIELD", "BCP activation needs the operator id", map[string]any{"field": "operator"})
+	}
+	return c.set(ctx, BCPReadOnly, true, operator, reason, finality.SystemBcpActivated, nil)
+}
+
+// DeactivateBCP lifts BCP_READONLY on behalf of operator. It does not
+// clear QUORUM_LOSS_READONLY: writes stay refused while quorum is lost.
+func (c *Controller) DeactivateBCP(ctx context.Context, operator, reason string) (Status, bool, error) {
+	if operator == "" {
+		return Status{}, false, domainerr.New("MISSING_FIELD", "BCP deactivation needs the operator id", map[string]any{"field": "operator"})
+	}
+	return c.set(ctx, BCPReadOnly, false, operator, reason, finality.SystemBcpDeactivated, nil)
+}
+
+// set flips one flag with a guarded UPDATE and, only when it applied,
+// appends the GLOBAL-chain event in the same transaction.
+func (c *Controller) set(ctx context.Context, mode Mode, active bool, actor, reason string, ev finality.EventType, detail map[string]any) (Status, bool, error) {
+	want, was := 0, 1
+	from, to := string(mode), string(Normal)
+	if active {
+		want, was = 1, 0
+		from, to = string(Normal), string(mode)
+	}
+	detailJSON, err := json.Marshal(detail)
+	if err != nil {
+		return Status{}, false, fmt.Errorf("sysmode: encode detail: %w", err)
+	}
+	var s Status
+	var changed bool
+	err = c.db.Write(ctx, func(tx *store.Tx) error {
+		now := clock.Stamp(c.clock.Now())
+		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE SystemMode SET active = ?, reason = ?, actor = ?, detail = ?, changed_at = ?, version = version + 1
+			WHERE mode = ? AND active = ?`, want, reason, actor, string(detailJSON), now, string(mode), was))
+		if err != nil {
+			return fmt.Errorf("sysmode: update %s: %w", mode, err)
+		}
+		changed = ok
+		if ok {
+			payload := map[string]any{"mode": mode, "active": active, "actor": actor, "reason": reason}
+			for k, v := range detail {
+				payload[k] = v
+			}
+			if _, err := c.log.Append(ctx, tx, finality.Event{Type: ev, StateFrom: from, StateTo: to, Payload: payload}); err != nil {
+				return err
+			}
+		}
+		s, err = ReadStatus(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return Status{}, false, err
+	}
+	if changed {
+		c.logger.Info("sysmode.changed", "mode", string(mode), "active", active, "actor", actor, "reason", reason)
+	}
+	return s, changed, nil
+}
