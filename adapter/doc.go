@@ -1,9 +1,19 @@
-// Package adapter is the bank-side layer in front of each legacy core: it
-// serves the 13 ZC-to-bank ingress commands, keeps a shadow ledger per
-// account, queues postings in the outbox and talks to the core over an MQ
-// transport (adapter/mq) with fixed-length messages (formats).
+// Package adapter is the bank-side layer in front of each legacy core: one
+// Adapter per bank serves the 13 ZC-to-bank ingress commands
+// (coordinator/bankapi types; Go functions and an HTTP handler), keeps a
+// shadow ledger per account in its own SQLite database, queues every
+// approved posting in the outbox in the same transaction as the shadow
+// change and the idempotency completion (coordinator/idem claim on
+// request_id), compensates failed legs with reversal postings linked by
+// txid, and reconciles the shadow with the core, opening a real Case
+// (coordinator/cases, through outbox.CaseOpener) for every drift. It
+// reaches the core only through the outbox (postings) and an Inquirer
+// (balance and name inquiries), both carried by adapter/corelink over the
+// MQ transport (adapter/mq) with fixed-length messages (formats/coremsg).
+// See docs/adapter.md.
 //
-// It must not import gateway or jobs, and must not write coordinator
-// tables: it reaches the coordinator only through its public APIs (for
-// example to open a Case).
+// It must not import gateway or jobs, must never open or write the core's
+// database, and must not write coordinator tables: it reaches the
+// coordinator only through its public APIs (coordinator/cases to open a
+// Case, coordinator/idem on its own copy of IdempotencyKeys).
 package adapter

@@ -1,8 +1,25 @@
 // Package outbox is the claim-then-apply posting outbox between a bank's
-// adapter and its non-idempotent core: PENDING -> CLAIMED -> APPLIED, with
-// BLOCKED, IN_DOUBT and WRITTEN_OFF, guarded (CAS) claims, in-doubt
-// resolution by inquiry and stale-claim recovery.
+// adapter and its non-idempotent legacy core (spec 001 §18.1, issue 4).
 //
-// It must not send anything to a core except through the sender it is
-// given, and must not import gateway or jobs.
+// The adapter enqueues a Posting inside its own transaction (Enqueue). A
+// drainer then moves each row PENDING -> CLAIMED with a guarded (CAS)
+// UPDATE that also carries a fresh claim token; only the winner of that
+// UPDATE sends the posting to the core, and it records the outcome with an
+// UPDATE fenced by the same token:
+//
+//	PENDING -> CLAIMED -> APPLIED      the core applied it
+//	                   -> BLOCKED      the core refused it; a Case is opened
+//	                   -> IN_DOUBT     sent, no answer within the timeout
+//	                   -> PENDING      provably not sent (core offline)
+//	IN_DOUBT -> CLAIMED -> (ask the core by reference first) -> APPLIED |
+//	                        BLOCKED | resend only if the core has no trace
+//	BLOCKED -> PENDING | WRITTEN_OFF   operator decisions (EntityStateLog)
+//
+// An IN_DOUBT row is never sent again blindly; RecoverStaleClaims hands
+// CLAIMED rows abandoned by a crashed drainer to the same resolution.
+// Postings for one account are sent in enqueue order (see docs/outbox.md).
+//
+// The package must not reach a core except through the Core it is given,
+// must not open Cases except through the CaseOpener it is given, and must
+// not import gateway, jobs, adapter or formats.
 package outbox

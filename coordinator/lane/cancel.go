@@ -6,6 +6,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -109,7 +110,7 @@ func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelR
 	}
 	var released []Release
 	if !c.SkipReleaseH {
-		if released, err = releaseH(ctx, tx, c.TxID, now); err != nil {
+		if released, err = l.releaseH(ctx, tx, c.TxID); err != nil {
 			return CancelResult{}, err
 		}
 	}
@@ -142,54 +143,18 @@ type Release struct {
 	Amount        int64  `json:"amount"`
 }
 
-// releaseH releases every unreleased HReservations row of txid: each row
-// is flipped with a guarded UPDATE (is_released 0 -> 1) and only then is
-// the participant's h_used decremented, itself guarded so it never goes
-// below zero (JPY on Participants, other currencies on
-// ParticipantCurrencyLimits, as in spec 003). coordinator/hlimit owns the
-// full H model; this is the minimal release the cancel path needs, and it
-// touches only the columns that model defines.
-func releaseH(ctx context.Context, tx *store.Tx, txid, now string) ([]Release, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT reservation_id, bank_id, currency, amount FROM HReservations WHERE txid = ? AND is_released = 0 ORDER BY reservation_id", txid)
+// releaseH releases every unreleased H reservation of txid through
+// coordinator/hlimit, the one owner of the H model (guarded flip of each
+// HReservations row, then a guarded decrement of h_used), inside the
+// cancel's transaction.
+func (l *Lanes) releaseH(ctx context.Context, tx *store.Tx, txid string) ([]Release, error) {
+	rs, err := hlimit.New(l.clock, l.logger).ReleaseForTx(ctx, tx, txid)
 	if err != nil {
-		return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
+		return nil, fmt.Errorf("lane: release H of %s: %w", txid, err)
 	}
-	var out []Release
-	for rows.Next() {
-		var r Release
-		if err := rows.Scan(&r.ReservationID, &r.BankID, &r.Currency, &r.Amount); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
-		}
-		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lane: read H reservations of %s: %w", txid, err)
-	}
-	for _, r := range out {
-		ok, err := store.Applied(tx.ExecContext(ctx, "UPDATE HReservations SET is_released = 1, released_at = ? WHERE reservation_id = ? AND is_released = 0", now, r.ReservationID))
-		if err != nil {
-			return nil, fmt.Errorf("lane: release %s: %w", r.ReservationID, err)
-		}
-		if !ok {
-			return nil, domainerr.New("INVARIANT_VIOLATION", "H reservation released concurrently", map[string]any{"txid": txid, "reservation_id": r.ReservationID})
-		}
-		if r.Currency == "JPY" {
-			ok, err = store.Applied(tx.ExecContext(ctx, "UPDATE Participants SET h_used = h_used - ? WHERE bank_id = ? AND h_used >= ?", r.Amount, r.BankID, r.Amount))
-		} else {
-			ok, err = store.Applied(tx.ExecContext(ctx, "UPDATE ParticipantCurrencyLimits SET h_used = h_used - ? WHERE bank_id = ? AND currency = ? AND h_used >= ?", r.Amount, r.BankID, r.Currency, r.Amount))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("lane: decrement h_used of %s for %s: %w", r.BankID, r.ReservationID, err)
-		}
-		if !ok {
-			return nil, domainerr.New("INVARIANT_VIOLATION", "h_used is below the reservation being released",
-				map[string]any{"txid": txid, "reservation_id": r.ReservationID, "bank_id": r.BankID, "currency": r.Currency, "amount": r.Amount})
-		}
-	}
-	if out == nil {
-		out = []Release{}
+	out := make([]Release, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, Release{ReservationID: r.ID, BankID: r.BankID, Currency: r.Currency, Amount: r.Amount})
 	}
 	return out, nil
 }
