@@ -20,6 +20,6 @@
 // inside a caller's transaction so a batch can commit many transitions at
 // once. The GTID state machine (ALLOWED_GTID_TRANSITIONS) lives here too.
 //
-// It imports coordinator/store, finality, sysmode, clock and domainerr
+// It imports coordinator/store, finality, sysmode, hlimit, clock and domainerr
 // only; never gateway, adapter, outbox, jobs or formats.
 package lane
