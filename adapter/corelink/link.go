@@ -1,0 +1,218 @@
+package corelink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/formats/charset"
+	"github.com/zcgw/zcgw/outbox"
+)
+
+// QueueNames are the default queues of a bank's core: requests, replies,
+// and the backout queue of the request queue.
+func QueueNames(bank string) (request, reply, backout string) {
+	return "CORE." + bank + ".REQUEST", "CORE." + bank + ".REPLY", "CORE." + bank + ".BACKOUT"
+}
+
+// Config wires a Link.
+type Config struct {
+	Bank      string
+	Transport mq.Transport
+	// Queue names default to QueueNames(Bank).
+	RequestQueue, ReplyQueue, BackoutQueue string
+	// BackoutThreshold declared on the request queue (default 3).
+	BackoutThreshold int
+	// Timeout bounds one request/reply (default 5s). A posting request
+	// also expires on its queue after Timeout, so a request that was not
+	// taken in time can never be applied after the outbox has asked about
+	// it (defence in depth besides the FIFO order).
+	Timeout time.Duration
+	// Online, when set, tells whether the core is in an online window;
+	// outside one, Apply does not send and returns *outbox.NotSentError.
+	Online func(time.Time) bool
+	// Sessions is how many requests may be in flight at once (default 4).
+	Sessions int
+	// Charset of the coremsg records (default EBCDIC290); the core must
+	// use the same.
+	Charset *charset.Charset
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Link is a connection to one core. It is safe for concurrent use.
+type Link struct {
+	cfg  Config
+	conn mq.Connection
+	pool chan mq.Session
+	clk  clock.Clock
+	log  *slog.Logger
+	cs   *charset.Charset
+}
+
+var _ outbox.Core = (*Link)(nil)
+
+// Open connects to the transport and declares the core's queues.
+func Open(ctx context.Context, cfg Config) (*Link, error) {
+	if cfg.Bank == "" || cfg.Transport == nil {
+		return nil, errors.New("corelink: Config.Bank and Config.Transport are required")
+	}
+	rq, pq, bq := QueueNames(cfg.Bank)
+	if cfg.RequestQueue == "" {
+		cfg.RequestQueue = rq
+	}
+	if cfg.ReplyQueue == "" {
+		cfg.ReplyQueue = pq
+	}
+	if cfg.BackoutQueue == "" {
+		cfg.BackoutQueue = bq
+	}
+	if cfg.BackoutThreshold <= 0 {
+		cfg.BackoutThreshold = 3
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Sessions <= 0 {
+		cfg.Sessions = 4
+	}
+	l := &Link{cfg: cfg, clk: cfg.Clock, log: cfg.Logger, pool: make(chan mq.Session, cfg.Sessions)}
+	if l.clk == nil {
+		l.clk = clock.System{}
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.cs = cfg.Charset
+	if l.cs == nil {
+		l.cs = charset.EBCDIC290
+	}
+	conn, err := cfg.Transport.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("corelink %s: connect: %w", cfg.Bank, err)
+	}
+	l.conn = conn
+	for _, spec := range []mq.QueueSpec{
+		{Name: cfg.BackoutQueue},
+		{Name: cfg.RequestQueue, BackoutThreshold: cfg.BackoutThreshold, BackoutQueue: cfg.BackoutQueue},
+		{Name: cfg.ReplyQueue},
+	} {
+		if err := conn.DeclareQueue(ctx, spec); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("corelink %s: declare %s: %w", cfg.Bank, spec.Name, err)
+		}
+	}
+	for i := 0; i < cfg.Sessions; i++ {
+		l.pool <- nil // opened lazily
+	}
+	return l, nil
+}
+
+// Close closes the sessions and the connection.
+func (l *Link) Close() error {
+	var errs []error
+	for i := 0; i < cap(l.pool); i++ {
+		if s := <-l.pool; s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	errs = append(errs, l.conn.Close())
+	return errors.Join(errs...)
+}
+
+// Timeout is the request/reply bound.
+func (l *Link) Timeout() time.Duration { return l.cfg.Timeout }
+
+// sendError says the request did not reach the queue.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return e.err.Error() }
+func (e *sendError) Unwrap() error { return e.err }
+
+// roundTrip sends one request body and returns the reply body. Its error
+// is *sendError when the request provably did not reach the queue,
+// *mq.ReplyTimeoutError (or another error) when it was, or may have been,
+// sent.
+func (l *Link) roundTrip(ctx context.Context, op string, body []byte) ([]byte, error) {
+	var sess mq.Session
+	select {
+	case sess = <-l.pool:
+	case <-ctx.Done():
+		return nil, &sendError{err: ctx.Err()}
+	}
+	healthy := true
+	defer func() {
+		if !healthy && sess != nil {
+			_ = sess.Close()
+			sess = nil
+		}
+		l.pool <- sess
+	}()
+	if sess == nil {
+		s, err := l.conn.Session(ctx)
+		if err != nil {
+			return nil, &sendError{err: fmt.Errorf("corelink %s: session: %w", l.cfg.Bank, err)}
+		}
+		sess = s
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	req := &mq.Message{Body: body, Expiry: l.cfg.Timeout}
+	id, err := mq.SendRequest(rctx, sess, l.cfg.RequestQueue, l.cfg.ReplyQueue, req)
+	if err != nil {
+		healthy = false
+		var me *mq.Error
+		if errors.As(err, &me) && (me.Op == "put" || me.Reason == mq.ReasonBackedOut) {
+			l.log.WarnContext(ctx, "corelink.not_sent", "bank", l.cfg.Bank, "op", op, "err", err.Error())
+			return nil, &sendError{err: err}
+		}
+		l.log.WarnContext(ctx, "corelink.send_unknown", "bank", l.cfg.Bank, "op", op, "err", err.Error())
+		return nil, err
+	}
+	reply, err := mq.AwaitReply(rctx, sess, l.cfg.ReplyQueue, id)
+	if err != nil {
+		var te *mq.ReplyTimeoutError
+		if !errors.As(err, &te) {
+			healthy = false
+		}
+		l.log.WarnContext(ctx, "corelink.no_reply", "bank", l.cfg.Bank, "op", op, "msg_id", id.String(),
+			"waited", time.Since(start).String(), "err", err.Error())
+		return nil, err
+	}
+	l.log.DebugContext(ctx, "corelink.reply", "bank", l.cfg.Bank, "op", op, "msg_id", id.String(),
+		"latency", time.Since(start).String())
+	return reply.Body, nil
+}
+
+// inquiryError maps a transport failure of an inquiry to a typed error.
+func (l *Link) inquiryError(op string, err error) error {
+	var ee *encodeError
+	if errors.As(err, &ee) {
+		return domainerr.Wrap("INVALID_REQUEST", err, "corelink: "+op+": request cannot be encoded", nil)
+	}
+	var se *sendError
+	if errors.As(err, &se) {
+		return domainerr.Wrap("BANK_ERROR", err, "corelink: "+op+": request not sent to core "+l.cfg.Bank, nil)
+	}
+	var te *mq.ReplyTimeoutError
+	if errors.As(err, &te) {
+		return domainerr.Wrap("BANK_TIMEOUT", err, "corelink: "+op+": no reply from core "+l.cfg.Bank, nil)
+	}
+	return domainerr.Wrap("BANK_ERROR", err, "corelink: "+op+": core "+l.cfg.Bank, nil)
+}
+
+// postingError maps a transport failure of a posting to the outbox's
+// typed errors.
+func postingError(err error) error {
+	var se *sendError
+	if errors.As(err, &se) {
+		return &outbox.NotSentError{Cause: err}
+	}
+	return &outbox.InDoubtError{Cause: err}
+}

@@ -1,0 +1,532 @@
+package coresim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/charset"
+)
+
+// Posting kinds the core knows.
+const (
+	KindDebit    = "DEBIT"
+	KindCredit   = "CREDIT"
+	KindReversal = "REVERSAL"
+)
+
+// Reason codes the core answers refusals with: the core's own 8-byte
+// codes (coremsg Reason X(8)); corelink maps them to the spec-004 catalog.
+const (
+	ReasonInsufficientFunds = "NSF"    // not sufficient (available) funds
+	ReasonAccountNotFound   = "NOACCT" // no such open account
+	ReasonOriginalNotFound  = "NOORIG" // reversal/release of an unknown reference
+	ReasonInvalidAmount     = "BADAMT" // amount <= 0, or reversal above the original
+	ReasonInvalidRequest    = "BADREQ" // unknown posting kind
+)
+
+// Sources of journal lines and refusals.
+const (
+	SourceMQ    = "MQ"
+	SourceBatch = "BATCH"
+	SourceOOB   = "OUT_OF_BAND"
+	SourceSeed  = "OPENING"
+)
+
+// Config configures one simulated core.
+type Config struct {
+	Bank   string // bank code, e.g. "001"
+	DBPath string // the core's own SQLite file
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Online lists the windows (JST) in which the core serves its queue.
+	// Empty means always online.
+	Online []Window
+	// Batch lists the windows (JST) in which overnight files may be run.
+	// Empty means any time.
+	Batch []Window
+	// Charset of the coremsg records on the wire (default EBCDIC290, a
+	// Japanese host); the adapter's link must use the same.
+	Charset *charset.Charset
+}
+
+// Core is one simulated legacy core.
+type Core struct {
+	bank string
+	db   *store.DB
+	clk  clock.Clock
+	log  *slog.Logger
+
+	cs *charset.Charset
+
+	serving sync.Mutex // held by Serve while it takes and processes one request
+	fatal   error      // why Serve stopped (set by the serving loop only)
+
+	mu        sync.Mutex
+	windows   []Window
+	batch     []Window
+	forcedOff bool
+	faults    Faults
+}
+
+// Open opens (creating if needed) the core's database.
+func Open(ctx context.Context, cfg Config) (*Core, error) {
+	if cfg.Bank == "" || cfg.DBPath == "" {
+		return nil, errors.New("coresim: Config.Bank and Config.DBPath are required")
+	}
+	db, err := store.Open(ctx, cfg.DBPath, Schema)
+	if err != nil {
+		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
+	}
+	c := &Core{bank: cfg.Bank, db: db, clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch}
+	if c.clk == nil {
+		c.clk = clock.System{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.cs = cfg.Charset
+	if c.cs == nil {
+		c.cs = charset.EBCDIC290
+	}
+	return c, nil
+}
+
+// Close closes the core's database.
+func (c *Core) Close() error { return c.db.Close() }
+
+// Bank is the core's bank code.
+func (c *Core) Bank() string { return c.bank }
+
+// DB is the core's database, for tests and reports that read journal rows.
+func (c *Core) DB() *store.DB { return c.db }
+
+// OpenAccount opens an account with its holder name and opening balance
+// (a production operation: the opening balance is journalled as such).
+func (c *Core) OpenAccount(ctx context.Context, account, name string, opening int64) error {
+	if strings.TrimSpace(account) == "" || strings.TrimSpace(name) == "" {
+		return domainerr.New("MISSING_FIELD", "coresim: account and name are required", nil)
+	}
+	if _, _, _, err := ParseAccountKey(account); err != nil {
+		return domainerr.New("INVALID_REQUEST", "coresim: "+err.Error(), map[string]any{"account": account})
+	}
+	if opening < 0 {
+		return domainerr.New("INVALID_AMOUNT", "coresim: opening balance must not be negative", map[string]any{"account": account})
+	}
+	now := clock.Stamp(c.clk.Now())
+	return c.db.Write(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO CoreAccounts (account, name, balance, opened_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)`, account, name, opening, now, now); err != nil {
+			return fmt.Errorf("coresim: open account %s: %w", account, err)
+		}
+		if opening > 0 {
+			_, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta,
+				balance_after, source, posted_at) VALUES (?, '', ?, 'CREDIT', ?, ?, ?, ?, ?)`,
+				"OPEN-"+account, account, opening, opening, opening, SourceSeed, now)
+			return err
+		}
+		return nil
+	})
+}
+
+// CloseAccount closes an account (cleanup-bank). Its journal stays.
+func (c *Core) CloseAccount(ctx context.Context, account string) error {
+	return c.db.Write(ctx, func(tx *store.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE CoreAccounts SET status = 'CLOSED', updated_at = ? WHERE account = ?`,
+			clock.Stamp(c.clk.Now()), account)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return domainerr.New("ACCOUNT_NOT_FOUND", "coresim: no account "+account, map[string]any{"account": account})
+		}
+		return nil
+	})
+}
+
+// ListOnWatchlist adds a name to the core's AML watchlist.
+func (c *Core) ListOnWatchlist(ctx context.Context, name string) error {
+	return c.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO CoreWatchlist (name, listed_at) VALUES (?, ?)`,
+			kanaKey(name), clock.Stamp(c.clk.Now()))
+		return err
+	})
+}
+
+// PostIn is one posting instruction.
+type PostIn struct {
+	Ref, TxID, Account string
+	Kind               string
+	Amount             int64
+	ReversalOf         string
+}
+
+// PostOut is the core's answer to a posting.
+type PostOut struct {
+	Applied      bool
+	JournalID    int64
+	BalanceAfter int64
+	ReasonCode   string // when refused
+}
+
+// post applies or refuses one posting inside tx. It never checks whether
+// the reference was seen before: the core is not idempotent.
+func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID string) (PostOut, error) {
+	now := clock.Stamp(c.clk.Now())
+	refuse := func(reason string) (PostOut, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO CoreRefusals (ref, txid, account, kind, amount, reason_code,
+			source, msg_id, refused_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.Ref, in.TxID, in.Account, in.Kind, in.Amount, reason, source, nullStr(msgID), now)
+		if err != nil {
+			return PostOut{}, fmt.Errorf("coresim: record refusal %s: %w", in.Ref, err)
+		}
+		c.log.InfoContext(ctx, "coresim.refuse", "bank", c.bank, "ref", in.Ref, "txid", in.TxID,
+			"account", in.Account, "kind", in.Kind, "amount", in.Amount, "reason_code", reason)
+		return PostOut{ReasonCode: reason}, nil
+	}
+	if in.Ref == "" || in.Amount <= 0 {
+		return refuse(ReasonInvalidAmount)
+	}
+	var balance int64
+	var status string
+	err := tx.QueryRowContext(ctx, `SELECT balance, status FROM CoreAccounts WHERE account = ?`, in.Account).Scan(&balance, &status)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != "OPEN") {
+		return refuse(ReasonAccountNotFound)
+	}
+	if err != nil {
+		return PostOut{}, fmt.Errorf("coresim: read account %s: %w", in.Account, err)
+	}
+	var delta int64
+	switch in.Kind {
+	case KindCredit:
+		delta = in.Amount
+	case KindDebit:
+		delta = -in.Amount
+	case KindReversal:
+		var origKind string
+		var origAmount int64
+		err := tx.QueryRowContext(ctx, `SELECT kind, amount FROM CoreJournal WHERE ref = ? AND account = ?
+			AND kind IN ('DEBIT','CREDIT') ORDER BY journal_id LIMIT 1`, in.ReversalOf, in.Account).Scan(&origKind, &origAmount)
+		if errors.Is(err, sql.ErrNoRows) {
+			return refuse(ReasonOriginalNotFound)
+		}
+		if err != nil {
+			return PostOut{}, fmt.Errorf("coresim: read original %s: %w", in.ReversalOf, err)
+		}
+		if in.Amount > origAmount {
+			return refuse(ReasonInvalidAmount)
+		}
+		delta = in.Amount
+		if origKind == KindCredit {
+			delta = -in.Amount
+		}
+	default:
+		return refuse(ReasonInvalidRequest)
+	}
+	if delta < 0 {
+		// Funds held for this same transaction are consumed by its debit;
+		// other holds reduce what is available.
+		var heldOther int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(amount),0) FROM CoreHolds
+			WHERE account = ? AND status = 'ACTIVE' AND txid <> ?`, in.Account, in.TxID).Scan(&heldOther); err != nil {
+			return PostOut{}, err
+		}
+		if balance-heldOther+delta < 0 {
+			return refuse(ReasonInsufficientFunds)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE CoreHolds SET status = 'CONSUMED', updated_at = ?
+			WHERE account = ? AND status = 'ACTIVE' AND txid = ?`, now, in.Account, in.TxID); err != nil {
+			return PostOut{}, err
+		}
+	}
+	after := balance + delta
+	if _, err := tx.ExecContext(ctx, `UPDATE CoreAccounts SET balance = ?, updated_at = ? WHERE account = ?`,
+		after, now, in.Account); err != nil {
+		return PostOut{}, fmt.Errorf("coresim: update balance %s: %w", in.Account, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta, balance_after,
+		reversal_of, source, msg_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.Ref, in.TxID, in.Account, in.Kind, in.Amount, delta, after, nullStr(in.ReversalOf), source, nullStr(msgID), now)
+	if err != nil {
+		return PostOut{}, fmt.Errorf("coresim: journal %s: %w", in.Ref, err)
+	}
+	jid, _ := res.LastInsertId()
+	c.log.InfoContext(ctx, "coresim.post", "bank", c.bank, "ref", in.Ref, "txid", in.TxID, "account", in.Account,
+		"kind", in.Kind, "amount", in.Amount, "balance_after", after, "journal_id", jid, "source", source)
+	return PostOut{Applied: true, JournalID: jid, BalanceAfter: after}, nil
+}
+
+// Post applies one posting in its own transaction (used by tests and by
+// the baseline that proves the core is not idempotent).
+func (c *Core) Post(ctx context.Context, in PostIn) (PostOut, error) {
+	var out PostOut
+	err := c.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = c.post(ctx, tx, in, SourceMQ, "")
+		return err
+	})
+	return out, err
+}
+
+// LookupOut is what the core knows about a reference.
+type LookupOut struct {
+	State      string // APPLIED, REFUSED or UNKNOWN
+	Count      int    // journal lines carrying the reference
+	JournalID  int64  // the first of them
+	ReasonCode string // for REFUSED: the latest refusal
+}
+
+// The inquiry states.
+const (
+	StateApplied = "APPLIED"
+	StateRefused = "REFUSED"
+	StateUnknown = "UNKNOWN"
+)
+
+func (c *Core) lookup(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, ref string) (LookupOut, error) {
+	var out LookupOut
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MIN(journal_id),0) FROM CoreJournal WHERE ref = ?`, ref).
+		Scan(&out.Count, &out.JournalID); err != nil {
+		return out, err
+	}
+	if out.Count > 0 {
+		out.State = StateApplied
+		return out, nil
+	}
+	err := q.QueryRowContext(ctx, `SELECT reason_code FROM CoreRefusals WHERE ref = ? ORDER BY refusal_id DESC LIMIT 1`, ref).
+		Scan(&out.ReasonCode)
+	if errors.Is(err, sql.ErrNoRows) {
+		out.State = StateUnknown
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.State = StateRefused
+	return out, nil
+}
+
+// Lookup answers an inquiry by reference.
+func (c *Core) Lookup(ctx context.Context, ref string) (LookupOut, error) {
+	var out LookupOut
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = c.lookup(ctx, tx, ref)
+		return err
+	})
+	return out, err
+}
+
+// BalanceOut is an account's balance as the core sees it.
+type BalanceOut struct {
+	Found     bool
+	Balance   int64
+	Held      int64
+	Available int64
+	Name      string
+	Status    string
+}
+
+func (c *Core) balance(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, account string) (BalanceOut, error) {
+	var out BalanceOut
+	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status,
+		(SELECT COALESCE(SUM(amount),0) FROM CoreHolds h WHERE h.account = a.account AND h.status = 'ACTIVE')
+		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Held)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Found = true
+	out.Available = out.Balance - out.Held
+	return out, nil
+}
+
+// Balance answers a balance inquiry.
+func (c *Core) Balance(ctx context.Context, account string) (BalanceOut, error) {
+	var out BalanceOut
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = c.balance(ctx, tx, account)
+		return err
+	})
+	return out, err
+}
+
+// JournalLine is one applied posting as journalled by the core.
+type JournalLine struct {
+	JournalID    int64
+	Ref, TxID    string
+	Account      string
+	Kind         string
+	Amount       int64
+	Delta        int64
+	BalanceAfter int64
+	ReversalOf   string
+	Source       string
+	PostedAt     time.Time
+}
+
+// Journal returns the journal lines of an account (all accounts when
+// account is empty) in posting order.
+func (c *Core) Journal(ctx context.Context, account string) ([]JournalLine, error) {
+	var out []JournalLine
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT journal_id, ref, txid, account, kind, amount, delta, balance_after,
+			COALESCE(reversal_of,''), source, posted_at FROM CoreJournal WHERE (? = '' OR account = ?) ORDER BY journal_id`,
+			account, account)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var l JournalLine
+			var at string
+			if err := rows.Scan(&l.JournalID, &l.Ref, &l.TxID, &l.Account, &l.Kind, &l.Amount, &l.Delta,
+				&l.BalanceAfter, &l.ReversalOf, &l.Source, &at); err != nil {
+				return err
+			}
+			l.PostedAt, _ = clock.ParseStamp(at)
+			out = append(out, l)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// HoldOut is the answer to a hold or release.
+type HoldOut struct {
+	Applied    bool
+	HoldID     int64
+	Available  int64
+	ReasonCode string
+}
+
+func (c *Core) hold(ctx context.Context, tx *store.Tx, ref, txid, account string, amount int64) (HoldOut, error) {
+	b, err := c.balance(ctx, tx, account)
+	if err != nil {
+		return HoldOut{}, err
+	}
+	if !b.Found || b.Status != "OPEN" {
+		return HoldOut{ReasonCode: ReasonAccountNotFound}, nil
+	}
+	if amount <= 0 {
+		return HoldOut{ReasonCode: ReasonInvalidAmount}, nil
+	}
+	if b.Available < amount {
+		return HoldOut{ReasonCode: ReasonInsufficientFunds, Available: b.Available}, nil
+	}
+	now := clock.Stamp(c.clk.Now())
+	res, err := tx.ExecContext(ctx, `INSERT INTO CoreHolds (ref, txid, account, amount, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 'ACTIVE', ?, ?)`, ref, txid, account, amount, now, now)
+	if err != nil {
+		return HoldOut{}, err
+	}
+	id, _ := res.LastInsertId()
+	return HoldOut{Applied: true, HoldID: id, Available: b.Available - amount}, nil
+}
+
+func (c *Core) release(ctx context.Context, tx *store.Tx, ref, account string) (HoldOut, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE CoreHolds SET status = 'RELEASED', updated_at = ?
+		WHERE ref = ? AND account = ? AND status = 'ACTIVE'`, clock.Stamp(c.clk.Now()), ref, account)
+	if err != nil {
+		return HoldOut{}, err
+	}
+	b, err := c.balance(ctx, tx, account)
+	if err != nil {
+		return HoldOut{}, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return HoldOut{ReasonCode: ReasonOriginalNotFound, Available: b.Available}, nil
+	}
+	return HoldOut{Applied: true, Available: b.Available}, nil
+}
+
+// Hold places a hold (in its own transaction).
+func (c *Core) Hold(ctx context.Context, ref, txid, account string, amount int64) (HoldOut, error) {
+	var out HoldOut
+	err := c.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = c.hold(ctx, tx, ref, txid, account, amount)
+		return err
+	})
+	return out, err
+}
+
+// Release releases the active hold with reference ref.
+func (c *Core) Release(ctx context.Context, ref, account string) (HoldOut, error) {
+	var out HoldOut
+	err := c.db.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = c.release(ctx, tx, ref, account)
+		return err
+	})
+	return out, err
+}
+
+// Notification is one notification the core received.
+type Notification struct {
+	ID                 int64
+	Ref, TxID, Account string
+	Kind               string
+	Amount             int64
+	Text               string
+}
+
+func (c *Core) notify(ctx context.Context, tx *store.Tx, n Notification, msgID string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO CoreNotifications (ref, txid, account, kind, amount, text, msg_id, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.Ref, n.TxID, n.Account, n.Kind, n.Amount, n.Text, nullStr(msgID),
+		clock.Stamp(c.clk.Now()))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// Notifications lists what the core has received, oldest first.
+func (c *Core) Notifications(ctx context.Context) ([]Notification, error) {
+	var out []Notification
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT notification_id, ref, txid, account, kind, amount, text
+			FROM CoreNotifications ORDER BY notification_id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n Notification
+			if err := rows.Scan(&n.ID, &n.Ref, &n.TxID, &n.Account, &n.Kind, &n.Amount, &n.Text); err != nil {
+				return err
+			}
+			out = append(out, n)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func (c *Core) screened(ctx context.Context, tx *store.Tx, name string) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM CoreWatchlist WHERE name = ?`, kanaKey(name)).Scan(&n)
+	return n > 0, err
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,330 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Status is the state of an outbox row.
+type Status string
+
+// The outbox states.
+const (
+	Pending    Status = "PENDING"
+	Claimed    Status = "CLAIMED"
+	Applied    Status = "APPLIED"
+	Blocked    Status = "BLOCKED"
+	InDoubt    Status = "IN_DOUBT"
+	WrittenOff Status = "WRITTEN_OFF"
+)
+
+// MaxAmount is the safety ceiling on a posting amount (spec 004
+// MAX_AMOUNT_VALUE, one trillion minor units).
+const MaxAmount int64 = 1_000_000_000_000
+
+// EntityType is the EntityStateLog entity_type of outbox rows.
+const EntityType = "OUTBOX"
+
+// Config wires an Outbox.
+type Config struct {
+	DB     *store.DB // the adapter's database, opened with Schema included
+	Core   Core
+	Cases  CaseOpener  // nil: Cases are left for a later sweep with a CaseOpener
+	Clock  clock.Clock // nil: clock.System{}
+	Logger *slog.Logger
+	// Actor is written to EntityStateLog for automatic transitions, e.g.
+	// "BANK_001". Default "SYSTEM".
+	Actor string
+	// CaseRetryAfter is how long an unfinished Case opening (claimed but
+	// not recorded) is left alone before a sweep opens it again. Default 1m.
+	CaseRetryAfter time.Duration
+}
+
+// Outbox drains postings to one core. It is safe for concurrent use, and
+// several processes may drain the same database.
+type Outbox struct {
+	db       *store.DB
+	core     Core
+	cases    CaseOpener
+	clk      clock.Clock
+	log      *slog.Logger
+	actor    string
+	caseWait time.Duration
+}
+
+// New returns an Outbox.
+func New(cfg Config) (*Outbox, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("outbox: Config.DB is required")
+	}
+	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, clk: cfg.Clock, log: cfg.Logger,
+		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter}
+	if o.clk == nil {
+		o.clk = clock.System{}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.actor == "" {
+		o.actor = "SYSTEM"
+	}
+	if o.caseWait <= 0 {
+		o.caseWait = time.Minute
+	}
+	return o, nil
+}
+
+// Validate checks a posting before it is queued.
+func (p Posting) Validate() error {
+	missing := func(f string) error {
+		return domainerr.New("MISSING_FIELD", "outbox: posting field "+f+" is empty", map[string]any{"field": f, "ref": p.Ref})
+	}
+	switch {
+	case strings.TrimSpace(p.Ref) == "":
+		return missing("Ref")
+	case strings.TrimSpace(p.TxID) == "":
+		return missing("TxID")
+	case strings.TrimSpace(p.Bank) == "":
+		return missing("Bank")
+	case strings.TrimSpace(p.Account) == "":
+		return missing("Account")
+	}
+	if !p.Kind.Valid() {
+		return domainerr.New("INVALID_REQUEST", fmt.Sprintf("outbox: posting kind %q is not DEBIT, CREDIT or REVERSAL", p.Kind),
+			map[string]any{"field": "Kind", "ref": p.Ref})
+	}
+	if p.Amount <= 0 || p.Amount > MaxAmount {
+		return domainerr.New("INVALID_AMOUNT", fmt.Sprintf("outbox: amount %d outside 1..%d", p.Amount, MaxAmount),
+			map[string]any{"field": "Amount", "ref": p.Ref})
+	}
+	if p.Kind == Reversal && p.ReversalOf == "" {
+		return missing("ReversalOf")
+	}
+	if p.Kind != Reversal && p.ReversalOf != "" {
+		return domainerr.New("INVALID_REQUEST", "outbox: ReversalOf is only for REVERSAL postings",
+			map[string]any{"field": "ReversalOf", "ref": p.Ref})
+	}
+	if p.ReversalOf == p.Ref {
+		return domainerr.New("INVALID_REQUEST", "outbox: a posting cannot reverse itself",
+			map[string]any{"field": "ReversalOf", "ref": p.Ref})
+	}
+	return nil
+}
+
+// Enqueue queues p as PENDING inside the caller's transaction, so the
+// posting exists exactly when the adapter's own change (shadow ledger,
+// idempotency record) commits. A second posting with the same Ref is
+// refused with IDEMPOTENCY_KEY_CONFLICT.
+func (o *Outbox) Enqueue(ctx context.Context, tx *store.Tx, p Posting) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	now := clock.Stamp(o.clk.Now())
+	var dup int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox WHERE ref = ?`, p.Ref).Scan(&dup); err != nil {
+		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
+	}
+	if dup > 0 {
+		return 0, domainerr.New("IDEMPOTENCY_KEY_CONFLICT", "outbox: posting reference already queued",
+			map[string]any{"ref": p.Ref})
+	}
+	var rev any
+	if p.ReversalOf != "" {
+		rev = p.ReversalOf
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO AdapterOutbox
+		(ref, txid, bank, account, kind, amount, reversal_of, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?)`,
+		p.Ref, p.TxID, p.Bank, p.Account, string(p.Kind), p.Amount, rev, now, now)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
+	}
+	if err := o.stateLog(ctx, tx, id, "OutboxEnqueued", "", Pending, "", o.actor, map[string]any{"ref": p.Ref, "txid": p.TxID}); err != nil {
+		return 0, err
+	}
+	o.log.InfoContext(ctx, "outbox.enqueue", "id", id, "ref", p.Ref, "txid", p.TxID, "bank", p.Bank,
+		"account", p.Account, "kind", string(p.Kind), "amount", p.Amount)
+	return id, nil
+}
+
+// Entry is one outbox row as stored.
+type Entry struct {
+	ID         int64
+	Posting    Posting
+	Status     Status
+	Sends      int // how many times the posting was handed to the core
+	Lookups    int // how many inquiries by reference were made
+	ReasonCode string
+	LastError  string
+	CoreRef    string
+	CaseID     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	AppliedAt  time.Time
+}
+
+const entryCols = `id, ref, txid, bank, account, kind, amount, COALESCE(reversal_of,''), status, sends, lookups,
+	COALESCE(reason_code,''), COALESCE(last_error,''), COALESCE(core_ref,''), COALESCE(case_id,''),
+	created_at, updated_at, COALESCE(applied_at,'')`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEntry(s scanner) (Entry, error) {
+	var e Entry
+	var kind, status, created, updated, applied string
+	err := s.Scan(&e.ID, &e.Posting.Ref, &e.Posting.TxID, &e.Posting.Bank, &e.Posting.Account, &kind,
+		&e.Posting.Amount, &e.Posting.ReversalOf, &status, &e.Sends, &e.Lookups, &e.ReasonCode, &e.LastError,
+		&e.CoreRef, &e.CaseID, &created, &updated, &applied)
+	if err != nil {
+		return e, err
+	}
+	e.Posting.Kind, e.Status = Kind(kind), Status(status)
+	e.CreatedAt, _ = clock.ParseStamp(created)
+	e.UpdatedAt, _ = clock.ParseStamp(updated)
+	if applied != "" {
+		e.AppliedAt, _ = clock.ParseStamp(applied)
+	}
+	return e, nil
+}
+
+// Get returns one row; a missing id is a NOT_FOUND-category error.
+func (o *Outbox) Get(ctx context.Context, id int64) (Entry, error) {
+	var e Entry
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		e, err = scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryCols+` FROM AdapterOutbox WHERE id = ?`, id))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, domainerr.New("TX_NOT_FOUND", fmt.Sprintf("outbox: no posting with id %d", id), map[string]any{"id": id})
+	}
+	if err != nil {
+		return e, fmt.Errorf("outbox: get %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// Filter selects rows for List. Empty fields match everything.
+type Filter struct {
+	Status  Status
+	Bank    string
+	Account string
+	TxID    string
+	Limit   int // default 1000
+}
+
+// List returns rows in id order.
+func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
+	q := `SELECT ` + entryCols + ` FROM AdapterOutbox WHERE 1=1`
+	var args []any
+	add := func(col, v string) {
+		if v != "" {
+			q += " AND " + col + " = ?"
+			args = append(args, v)
+		}
+	}
+	add("status", string(f.Status))
+	add("bank", f.Bank)
+	add("account", f.Account)
+	add("txid", f.TxID)
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, f.Limit)
+	var out []Entry
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanEntry(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	return out, nil
+}
+
+// Counts returns how many rows are in each state.
+func (o *Outbox) Counts(ctx context.Context) (map[Status]int, error) {
+	out := map[Status]int{}
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM AdapterOutbox GROUP BY status`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			var n int
+			if err := rows.Scan(&s, &n); err != nil {
+				return err
+			}
+			out[Status(s)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: counts: %w", err)
+	}
+	return out, nil
+}
+
+func init() {
+	// The outbox's rows are an entity of EntityStateLog (spec 003): its
+	// status changes are guarded UPDATEs made here, logged with
+	// entitystate.Record in the same transaction.
+	if err := entitystate.Register(entitystate.Entity{Type: EntityType, Table: "AdapterOutbox",
+		IDColumn: "id", StateColumn: "status"}); err != nil {
+		panic(err)
+	}
+}
+
+// stateLog appends one EntityStateLog row in tx, recording a change this
+// package has just made with its own guarded UPDATE.
+func (o *Outbox) stateLog(ctx context.Context, tx *store.Tx, id int64, event string, from, to Status, reason, actor string, payload map[string]any) error {
+	f := entitystate.Fact{EntityType: EntityType, EntityID: fmt.Sprint(id), EventType: event, To: string(to),
+		ReasonCode: reason, Actor: actor}
+	if payload != nil {
+		f.Payload = payload
+	}
+	if from != "" {
+		s := string(from)
+		f.From = &s
+	}
+	if err := entitystate.Record(ctx, tx, o.clk, f); err != nil {
+		return fmt.Errorf("outbox: state log %d %s->%s: %w", id, from, to, err)
+	}
+	return nil
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,54 @@
+package outbox
+
+// Schema is the DDL of the outbox tables. The adapter includes it in the
+// schema it passes to store.Open for its own database. It is idempotent.
+//
+// EntityStateLog has the columns of spec 003 (INSERT ONLY); the outbox
+// appends one row per status change of a posting (entity_type 'OUTBOX').
+const Schema = `
+CREATE TABLE IF NOT EXISTS AdapterOutbox (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  ref           TEXT    NOT NULL UNIQUE,
+  txid          TEXT    NOT NULL,
+  bank          TEXT    NOT NULL,
+  account       TEXT    NOT NULL,
+  kind          TEXT    NOT NULL CHECK (kind IN ('DEBIT','CREDIT','REVERSAL')),
+  amount        INTEGER NOT NULL CHECK (amount > 0),
+  reversal_of   TEXT,
+  status        TEXT    NOT NULL CHECK (status IN ('PENDING','CLAIMED','APPLIED','BLOCKED','IN_DOUBT','WRITTEN_OFF')),
+  claim_token   TEXT,
+  claimed_at    TEXT,
+  sends         INTEGER NOT NULL DEFAULT 0,
+  lookups       INTEGER NOT NULL DEFAULT 0,
+  reason_code   TEXT,
+  last_error    TEXT,
+  core_ref      TEXT,
+  case_id       TEXT,
+  case_token    TEXT,
+  case_claimed_at TEXT,
+  created_at    TEXT    NOT NULL,
+  updated_at    TEXT    NOT NULL,
+  applied_at    TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_outbox_status  ON AdapterOutbox(status, id);
+CREATE INDEX IF NOT EXISTS idx_outbox_txid    ON AdapterOutbox(txid);
+CREATE INDEX IF NOT EXISTS idx_outbox_open    ON AdapterOutbox(bank, account, id)
+  WHERE status IN ('PENDING','CLAIMED','IN_DOUBT');
+CREATE INDEX IF NOT EXISTS idx_outbox_nocase  ON AdapterOutbox(id)
+  WHERE status = 'BLOCKED' AND case_id IS NULL;
+
+CREATE TABLE IF NOT EXISTS EntityStateLog (
+  log_id       TEXT    PRIMARY KEY,
+  entity_type  TEXT    NOT NULL,
+  entity_id    TEXT    NOT NULL,
+  event_type   TEXT    NOT NULL,
+  state_from   TEXT,
+  state_to     TEXT    NOT NULL,
+  reason_code  TEXT,
+  actor        TEXT,
+  payload_json TEXT,
+  occurred_at  TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_esl_entity   ON EntityStateLog(entity_type, entity_id, occurred_at);
+CREATE INDEX IF NOT EXISTS idx_esl_occurred ON EntityStateLog(occurred_at);
+`
