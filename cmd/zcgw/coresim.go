@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/zcgw/zcgw/adapter/coresim"
+	"github.com/zcgw/zcgw/adapter/mq/embedded"
+)
+
+// openFlags collects repeated --open ACCOUNT:NAME:BALANCE flags.
+type openFlags []string
+
+func (o *openFlags) String() string     { return strings.Join(*o, ",") }
+func (o *openFlags) Set(v string) error { *o = append(*o, v); return nil }
+
+func init() {
+	register("coresim", command{
+		Summary: "run a simulated legacy core for one bank (serves its MQ request queue)",
+		Run:     runCoresim,
+	})
+}
+
+func runCoresim(ctx context.Context, e *env, args []string) int {
+	fs := e.flagSet("coresim")
+	bank := fs.String("bank", "", "bank code, e.g. 001 (required)")
+	online := fs.String("online", "", "online windows in JST, HH:MM-HH:MM[,...] (default: always online)")
+	mqPath := fs.String("mq", "", "embedded MQ queue file (default DATA/mq.db)")
+	dbPath := fs.String("db", "", "the core's own database (default DATA/core-BANK.db)")
+	batchWin := fs.String("batch-window", "", "batch windows in JST, HH:MM-HH:MM[,...] (default: any time)")
+	runBatch := fs.String("run-batch", "", "process this overnight posting file, write --result, and exit")
+	result := fs.String("result", "", "result file for --run-batch")
+	var opens openFlags
+	fs.Var(&opens, "open", "open an account if absent: ACCOUNT:NAME:BALANCE (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *bank == "" {
+		fmt.Fprintln(e.Stderr, "zcgw coresim: --bank is required")
+		return 2
+	}
+	windows, err := coresim.ParseWindows(*online)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 2
+	}
+	batch, err := coresim.ParseWindows(*batchWin)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 2
+	}
+	if *runBatch != "" && *result == "" {
+		fmt.Fprintln(e.Stderr, "zcgw coresim: --run-batch needs --result")
+		return 2
+	}
+	if *mqPath == "" {
+		*mqPath = filepath.Join(e.DataDir, "mq.db")
+	}
+	if *dbPath == "" {
+		*dbPath = filepath.Join(e.DataDir, "core-"+*bank+".db")
+	}
+	logger := slog.New(slog.NewJSONHandler(e.Stderr, nil))
+	core, err := coresim.Open(ctx, coresim.Config{Bank: *bank, DBPath: *dbPath, Logger: logger, Online: windows, Batch: batch})
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	}
+	defer core.Close()
+	for _, o := range opens {
+		parts := strings.Split(o, ":")
+		if len(parts) != 3 {
+			fmt.Fprintf(e.Stderr, "zcgw coresim: --open %q: want ACCOUNT:NAME:BALANCE\n", o)
+			return 2
+		}
+		bal, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "zcgw coresim: --open %q: balance: %v\n", o, err)
+			return 2
+		}
+		if b, err := core.Balance(ctx, parts[0]); err == nil && b.Found {
+			continue
+		}
+		if err := core.OpenAccount(ctx, parts[0], parts[1], bal); err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+			return 1
+		}
+	}
+	if *runBatch != "" {
+		sum, err := core.RunBatchFile(ctx, *runBatch, *result)
+		if err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+			return 1
+		}
+		fmt.Fprintf(e.Stdout, "coresim %s: batch %s: %d records, %d applied, %d refused (replayed %v); result %s\n",
+			*bank, *runBatch, sum.Records, sum.Applied, sum.Refused, sum.Replayed, *result)
+		return 0
+	}
+	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger}).Connect(ctx)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	}
+	defer conn.Close()
+	rq, _ := coresim.QueueNames(*bank)
+	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, rq, *mqPath, *dbPath)
+	if err := core.Serve(ctx, conn, coresim.ServeConfig{}); err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	}
+	return 0
+}
