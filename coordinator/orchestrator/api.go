@@ -1,0 +1,398 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/hlimit"
+	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+)
+
+// Banks is how the orchestrator reaches a participant bank's ingress
+// (spec 004 ZC→Bank Ingress API). The gateway implements it over signed
+// HTTP (coordinator/bankclient); tests wire adapter.Adapter instances in
+// process (test/e2e).
+//
+// Call sends req to POST /bank/{bankID}/zc-ingress/{req.Command()} as JSON
+// and decodes a 2xx JSON body into resp, a pointer to the command's
+// response type in bankapi (ReserveFundsResponse, ExecuteResponse,
+// CheckResponse, NameCheckResponse, NotifyResponse, DebitSettledResponse,
+// ReleaseReserveResponse, ...). The error contract is what the queue's
+// retry policy relies on:
+//
+//   - the bank answered with a catalog error body (bankapi.ErrorBody):
+//     return a *domainerr.Error carrying the BANK'S reason_code, category
+//     and details unchanged (build it as &domainerr.Error{Code: body.ReasonCode,
+//     Category: domainerr.Category(body.Category), Message: body.Error,
+//     Details: body.Details}, so a code unknown to this build keeps its
+//     category);
+//   - the bank could not be reached, the connection failed, or it answered
+//     5xx without a catalog body: BANK_ERROR (DOWNSTREAM);
+//   - no answer within the deadline (context deadline, client timeout):
+//     BANK_TIMEOUT (TIMEOUT).
+//
+// Call must be safe for concurrent use. Request ids (req.RequestID()) are
+// deterministic per txid and command, so a retried Call is idempotent at
+// the bank.
+type Banks interface {
+	Call(ctx context.Context, bankID string, req bankapi.Request, resp any) error
+}
+
+// Timeouts are the timeout sweep's limits (spec 004 state reason codes),
+// measured from Transactions.pending_since (the start of the current wait,
+// written by the lane primitives). Their values are PR-* parameters not
+// fixed in the spec volumes; the defaults are documented in
+// docs/orchestrator.md.
+type Timeouts struct {
+	// Exec: DECIDED_TO_SETTLE with no payer execution after this long ->
+	// SUSPENDED, SUSPEND_EXEC_TIMEOUT. Default 60s.
+	Exec time.Duration
+	// PayeeProof: PAYER_EXEC_CONFIRMED with no payee execution after this
+	// long -> SUSPENDED, SUSPEND_PAYEE_PROOF_TIMEOUT. Default 60s.
+	PayeeProof time.Duration
+	// Suspended: SUSPENDED for longer than this -> FAILED_EXECUTION,
+	// FAILED_EXEC_TIMEOUT (and a Case). Default 24h.
+	Suspended time.Duration
+	// AdapterDownAfter: after this many consecutive BANK_ERROR/BANK_TIMEOUT
+	// answers to an execution command, the transfer is parked in SUSPENDED
+	// with SUSPEND_ADAPTER_DOWN (the queue keeps retrying). Default 3.
+	AdapterDownAfter int
+}
+
+// Backoff is the retry schedule of the durable queue: attempt n (1-based)
+// waits min(Base * 2^(n-1), Max). Defaults: Base 1s, Max 5m.
+type Backoff struct {
+	Base, Max time.Duration
+}
+
+// Config wires an Orchestrator.
+type Config struct {
+	// DB is the coordinator database (store.Schema applied). Required.
+	DB *store.DB
+	// Banks reaches the banks' ingress. Required for RunOnce/Run.
+	Banks Banks
+	// Clock is the only time source (nil: clock.System{}).
+	Clock clock.Clock
+	// Logger receives one JSON line per event (nil: discard).
+	Logger *slog.Logger
+	// FinalityLog is the log the lane primitives append to (nil:
+	// finality.New(Clock)); pass the one carrying the outbox hook.
+	FinalityLog *finality.Log
+	Timeouts    Timeouts
+	Backoff     Backoff
+	// WorkerID names this worker in claimed queue rows (default "worker-1").
+	WorkerID string
+	// Lease is how long a claimed work item stays claimed before another
+	// worker may take it over (default 2m).
+	Lease time.Duration
+	// BatchSize is how many due items RunOnce claims per claim commit
+	// (default 32).
+	BatchSize int
+	// Concurrency is how many claimed items RunOnce works at the same time
+	// (default 1). Items of one transfer are never worked concurrently
+	// (one item per kind and transfer, claimed by one worker).
+	Concurrency int
+	// ManualVenue leaves HIGH_VALUE transfers at the BOJ venue
+	// (owner VENUE:BOJ) until RunVenue is called; by default the worker runs
+	// the simulated venue right after instructing it.
+	ManualVenue bool
+}
+
+// Orchestrator drives transfers. It is safe for concurrent use; several
+// Orchestrators (workers) may share one database.
+type Orchestrator struct {
+	db    *store.DB
+	banks Banks
+	clk   clock.Clock
+	log   *slog.Logger
+	flog  *finality.Log
+	lanes *lane.Lanes
+	h     *hlimit.H
+	keys  *idem.Keys
+	cases *cases.Cases
+	parts *participants.Registry
+	to    Timeouts
+	bo    Backoff
+	cfg   Config
+}
+
+// New returns an Orchestrator.
+func New(cfg Config) (*Orchestrator, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("orchestrator: Config.DB is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FinalityLog == nil {
+		cfg.FinalityLog = finality.New(cfg.Clock)
+	}
+	if cfg.Timeouts.Exec <= 0 {
+		cfg.Timeouts.Exec = 60 * time.Second
+	}
+	if cfg.Timeouts.PayeeProof <= 0 {
+		cfg.Timeouts.PayeeProof = 60 * time.Second
+	}
+	if cfg.Timeouts.Suspended <= 0 {
+		cfg.Timeouts.Suspended = 24 * time.Hour
+	}
+	if cfg.Timeouts.AdapterDownAfter <= 0 {
+		cfg.Timeouts.AdapterDownAfter = 3
+	}
+	if cfg.Backoff.Base <= 0 {
+		cfg.Backoff.Base = time.Second
+	}
+	if cfg.Backoff.Max <= 0 {
+		cfg.Backoff.Max = 5 * time.Minute
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "worker-1"
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 32
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	o := &Orchestrator{db: cfg.DB, banks: cfg.Banks, clk: cfg.Clock, log: cfg.Logger.With("component", "orchestrator"),
+		flog: cfg.FinalityLog, to: cfg.Timeouts, bo: cfg.Backoff, cfg: cfg}
+	o.lanes = lane.New(cfg.DB, cfg.FinalityLog, sysmode.Gate{}, cfg.Clock, cfg.Logger)
+	o.h = hlimit.New(cfg.Clock, cfg.Logger)
+	o.keys = idem.New(cfg.Clock, cfg.Logger)
+	o.cases = cases.New(cfg.Clock, cfg.Logger, 0)
+	o.parts = participants.New(cfg.DB, cfg.Clock)
+	return o, nil
+}
+
+// Participants is the participant administration on the same database and
+// clock (create/update participants, limits, windows, hv_threshold).
+func (o *Orchestrator) Participants() *participants.Registry { return o.parts }
+
+// DB is the coordinator database.
+func (o *Orchestrator) DB() *store.DB { return o.db }
+
+// Party is the payer or payee of a PaymentInitiated (001 §13.1).
+type Party struct {
+	BankID      string `json:"bank_id"`
+	AccountHash string `json:"account_hash,omitempty"`
+	VaultRef    string `json:"vault_ref,omitempty"`
+}
+
+// RiskHint is PaymentInitiated.risk_hint.
+type RiskHint struct {
+	VaultRef string `json:"vault_ref,omitempty"`
+}
+
+// PaymentInitiated is the body of POST /api/transfers (spec 001 §13.1).
+// TxID may be empty: Submit then assigns "TX-<uuid>" (returned in
+// SubmitResult, and the same on every replay of the key). A given txid
+// must be at most 32 characters without ":", "/" or spaces.
+type PaymentInitiated struct {
+	TxID           string         `json:"txid,omitempty"`
+	Lane           string         `json:"lane"`
+	Amount         bankapi.Amount `json:"amount"`
+	Payer          Party          `json:"payer"`
+	Payee          Party          `json:"payee"`
+	Purpose        string         `json:"purpose,omitempty"`
+	PSPRRef        string         `json:"pspr_ref,omitempty"`
+	ParticipantRef string         `json:"participant_ref,omitempty"`
+	RefIssuer      string         `json:"ref_issuer,omitempty"`
+	RefProof       string         `json:"ref_proof,omitempty"`
+	RequestedAt    string         `json:"requested_at,omitempty"`
+	ExpiresAt      string         `json:"expires_at,omitempty"`
+	ClientRef      string         `json:"client_ref,omitempty"`
+	RiskHint       *RiskHint      `json:"risk_hint,omitempty"`
+	// SchemaVersion is stored in Transactions.schema_version ("" = "1.0");
+	// the gateway checks n/n-1 before calling Submit.
+	SchemaVersion string `json:"schema_version,omitempty"`
+}
+
+// SubmitResult is Submit's answer. Its JSON is stored with the
+// idempotency key, so a replay returns byte-identical JSON (Replayed is
+// not part of it).
+type SubmitResult struct {
+	TxID string `json:"txid"`
+	// Lane is the effective lane (HIGH_VALUE after automatic escalation);
+	// RequestedLane is what the body asked for.
+	Lane          string `json:"lane"`
+	RequestedLane string `json:"requested_lane"`
+	State         string `json:"state"` // RECEIVED
+	AcceptedAt    string `json:"accepted_at"`
+	// Replayed is true when the key was already done and this is the
+	// stored answer (the gateway may set an Idempotent-Replayed header).
+	Replayed bool `json:"-"`
+}
+
+// Submit accepts a PaymentInitiated from issuerBankID (the authenticated
+// participant; it must be the payer bank) under idempotencyKey, in one
+// write transaction: the writable gate, validation, participant limits,
+// the Transactions row (RECEIVED, PaymentInitiated on its chain), the
+// daily total, the work item, and the stored response.
+//
+// Idempotency: the same key and the same body return the same
+// SubmitResult (Replayed true) and never a second Transactions row; the
+// same key with a different body is IDEMPOTENCY_KEY_CONFLICT (409); a key
+// whose first request is still in flight is IDEMPOTENCY_REPLAY.
+//
+// Errors (all *domainerr.Error): SYSTEM_QUORUM_LOSS_READ_ONLY /
+// SYSTEM_BCP_READ_ONLY (read-only mode, checked first); MISSING_FIELD,
+// INVALID_REQUEST, INVALID_LANE, USE_HTLC_ENDPOINT (lane HTLC),
+// INVALID_AMOUNT (<= 0 or > MAX_AMOUNT_VALUE), INVALID_CURRENCY (not JPY);
+// UNAUTHORIZED (issuer is not the payer bank); PARTICIPANT_NOT_FOUND
+// (payer or payee unknown or inactive); PARTICIPATION_MODE_RECEIVE_ONLY
+// (payer may only receive) / INVALID_REQUEST (payee is SEND_ONLY);
+// AMOUNT_EXCEEDS_TX_LIMIT; DAILY_LIMIT_EXCEEDED.
+func (o *Orchestrator) Submit(ctx context.Context, req PaymentInitiated, idempotencyKey, issuerBankID string) (SubmitResult, error) {
+	return o.submit(ctx, req, idempotencyKey, issuerBankID)
+}
+
+// Decision is View.decision (001 §13.6).
+type Decision struct {
+	Status           string `json:"status"` // NONE|DECIDED_TO_SETTLE|DECIDED_CANCEL
+	DecisionProofRef string `json:"decision_proof_ref,omitempty"`
+}
+
+// Execution is View.execution (001 §13.6): a is the payer's debit, b the
+// payee's credit. The proof refs are the bank_proof_ref JSON objects.
+type Execution struct {
+	A                 string `json:"a"` // NONE|OK|NG
+	B                 string `json:"b"` // NONE|OK|NG
+	PayerBankProofRef string `json:"payer_bank_proof_ref,omitempty"`
+	PayeeBankProofRef string `json:"payee_bank_proof_ref,omitempty"`
+}
+
+// CaseRef is View.case.
+type CaseRef struct {
+	CaseID string `json:"case_id,omitempty"`
+	Status string `json:"status,omitempty"`
+}
+
+// Chain is one hash chain carrying facts about the transaction, keyed
+// "TX:<txid>" (or "GT:<gtid>", "DNS:<cycle>"), with its MAX(event_seq)
+// (0 when it has no entry yet). watermark_detail.shards is built from it.
+type Chain struct {
+	Key    string `json:"key"`
+	MaxSeq int64  `json:"max_seq"`
+}
+
+// View is everything the QueryResponse of spec 001 §13.6 needs, read
+// from one snapshot of the coordinator database. The gateway computes
+// freshness_level from ReadModelLag and renders watermark /
+// watermark_detail from Watermark and Chains. Query reads only, so it
+// works in every read-only mode.
+type View struct {
+	TxID                     string         `json:"txid"`
+	Lane                     string         `json:"lane"`
+	State                    string         `json:"state"`
+	ReasonCode               string         `json:"reason_code,omitempty"`
+	Amount                   bankapi.Amount `json:"amount"`
+	PayerBankID              string         `json:"payer_bank_id"`
+	PayeeBankID              string         `json:"payee_bank_id"`
+	Owner                    string         `json:"owner"`
+	Version                  int64          `json:"version"`
+	Decision                 Decision       `json:"decision"`
+	Execution                Execution      `json:"execution"`
+	Case                     CaseRef        `json:"case"`
+	ExternalSettlementStatus string         `json:"external_settlement_status"`
+	CreatedAt                string         `json:"created_at"`
+	UpdatedAt                string         `json:"updated_at"`
+	// AsOf is when the snapshot was read (Clock).
+	AsOf string `json:"as_of"`
+	// ReadModelLag is how far the data read lags the authoritative log.
+	// Query reads the authoritative tables themselves, so it is 0; a
+	// replica-backed reader would report its replication lag here.
+	ReadModelLag time.Duration `json:"-"`
+	// NextActionHint is the closed set WAIT | RETRY_LATER |
+	// CONTACT_PAYER_BANK | OPEN_CASE.
+	NextActionHint string `json:"next_action_hint"`
+	// NextRetryAt is set when a retry of this transfer's work is scheduled.
+	NextRetryAt string `json:"next_retry_at,omitempty"`
+	// Watermark is the max of Chains' MaxSeq.
+	Watermark int64   `json:"watermark"`
+	Chains    []Chain `json:"chains"`
+}
+
+// Next action hints (001 §13.6, closed set of 4).
+const (
+	HintWait             = "WAIT"
+	HintRetryLater       = "RETRY_LATER"
+	HintContactPayerBank = "CONTACT_PAYER_BANK"
+	HintOpenCase         = "OPEN_CASE"
+)
+
+// Query reads a transfer for the QueryResponse. An unknown txid is
+// TX_NOT_FOUND. Authorization (who may see it) is the gateway's job:
+// View carries PayerBankID and PayeeBankID for the party check.
+func (o *Orchestrator) Query(ctx context.Context, txid string) (View, error) {
+	return o.query(ctx, txid)
+}
+
+// RunOnce claims up to BatchSize due work items (guarded UPDATE, safe with
+// several workers) and works them, Concurrency at a time, applying the
+// queue retry policy to failures. It returns how many items it claimed and
+// the first failure to record an outcome (work failures are outcomes, not
+// errors).
+func (o *Orchestrator) RunOnce(ctx context.Context) (int, error) {
+	return o.runOnce(ctx)
+}
+
+// Run works the queue until ctx is done, sleeping idle between empty
+// rounds (default 50ms when idle <= 0). It returns ctx's error.
+func (o *Orchestrator) Run(ctx context.Context, idle time.Duration) error {
+	if idle <= 0 {
+		idle = 50 * time.Millisecond
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		n, err := o.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			o.log.ErrorContext(ctx, "orchestrator.run_failed", "error", err.Error())
+		}
+		if n > 0 {
+			t.Reset(0)
+		} else {
+			t.Reset(idle)
+		}
+	}
+}
+
+// SweepResult counts what one TimeoutSweep did.
+type SweepResult struct {
+	ExecTimeouts       int `json:"suspend_exec_timeout"`        // DECIDED_TO_SETTLE -> SUSPENDED
+	PayeeProofTimeouts int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
+	FailedTimeouts     int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
+	WindowResumed      int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
+}
+
+// TimeoutSweep is the internal timeout sweep (POST
+// /internal/cron/timeout-sweep): it applies SUSPEND_EXEC_TIMEOUT,
+// SUSPEND_PAYEE_PROOF_TIMEOUT and FAILED_EXEC_TIMEOUT to rows with
+// owner='ZC' whose pending_since is older than the Timeouts, and requeues
+// transfers parked with COUNTERPARTY_WINDOW_CLOSED whose payee window is
+// open again. Each row moves through the lane primitives (CAS), so a row
+// that advanced concurrently is skipped.
+func (o *Orchestrator) TimeoutSweep(ctx context.Context) (SweepResult, error) {
+	return o.sweep(ctx)
+}

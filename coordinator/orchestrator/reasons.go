@@ -1,0 +1,86 @@
+package orchestrator
+
+import "strings"
+
+// State reason codes this orchestrator writes to Transactions.reason_code
+// and FinalityLog payloads (spec 004 "状態 reason_code"). They are a value
+// space of their own, not error codes (they have no HTTP status).
+const (
+	// Waiting family (SUSPEND_*, and the *_TIMEOUT outcome of a wait that
+	// never resolved): "it will move on by itself".
+	ReasonSuspendNameCheckPending  = "SUSPEND_NAMECHECK_PENDING"   // PRECHECKED -> PRECHECKED_SUSPENDED
+	ReasonSuspendAuthorityPending  = "SUSPEND_AUTHORITY_PENDING"   // PRECHECKED -> PRECHECKED_SUSPENDED
+	ReasonSuspendExecTimeout       = "SUSPEND_EXEC_TIMEOUT"        // DECIDED_TO_SETTLE -> SUSPENDED
+	ReasonSuspendPayeeProofTimeout = "SUSPEND_PAYEE_PROOF_TIMEOUT" // PAYER_EXEC_CONFIRMED -> SUSPENDED
+	ReasonSuspendAdapterDown       = "SUSPEND_ADAPTER_DOWN"        // bank not reached -> SUSPENDED
+	ReasonFailedExecTimeout        = "FAILED_EXEC_TIMEOUT"         // SUSPENDED -> FAILED_EXECUTION
+	ReasonCounterpartyWindowClosed = "COUNTERPARTY_WINDOW_CLOSED"  // -> PRECHECKED_SUSPENDED until the payee's window opens
+
+	// Event family (a fact that happened; waiting will not change it).
+	ReasonExecDebitFailed      = "EXEC_DEBIT_FAILED"       // payer bank refused execute-debit -> SUSPENDED
+	ReasonExecCreditFailed     = "EXEC_CREDIT_FAILED"      // payee bank refused execute-credit -> SUSPENDED
+	ReasonAuthorityCheckNG     = "AUTHORITY_CHECK_NG"      // -> DECIDED_CANCEL
+	ReasonNameMismatch         = "NAME_MISMATCH"           // -> DECIDED_CANCEL
+	ReasonBOJInsufficientFunds = "BOJ_INSUFFICIENT_FUNDS"  // HIGH_VALUE: PRECHECKED -> DECIDED_CANCEL
+	ReasonReserveRefused       = "RESERVE_FAILED"          // reserve-funds refused without a reason
+	ReasonHLimitExceeded       = "H_LIMIT_EXCEEDED"        // ZC H limit reached -> DECIDED_CANCEL
+	ReasonPrecheckExpired      = "REJECT_PRECHECK_EXPIRED" // expires_at passed before the precheck (001 §13.1)
+	ReasonIGSFailed            = "IGS_FAILED"              // BOJ venue could not settle -> SUSPENDED
+)
+
+// Families of state reason codes (spec 004 naming rule).
+const (
+	FamilyWaiting = "WAITING" // 待機理由
+	FamilyEvent   = "EVENT"   // 事象理由
+)
+
+// specFixedWaiting are waiting reasons whose spelling the spec fixes
+// outside the SUSPEND_ rule (003 Transactions.pending_request_json and the
+// 004 catalog name COUNTERPARTY_WINDOW_CLOSED as the window wait).
+var specFixedWaiting = map[string]bool{ReasonCounterpartyWindowClosed: true}
+
+// Family returns the family of a state reason code by the spec's naming
+// rule: SUSPEND_* and the {CANCEL,FAILED}_*_TIMEOUT outcome of an
+// unresolved wait are waiting reasons; anything else names an event.
+func Family(code string) string {
+	switch {
+	case specFixedWaiting[code], strings.HasPrefix(code, "SUSPEND_"):
+		return FamilyWaiting
+	case (strings.HasPrefix(code, "CANCEL_") || strings.HasPrefix(code, "FAILED_")) && strings.HasSuffix(code, "_TIMEOUT"):
+		return FamilyWaiting
+	}
+	return FamilyEvent
+}
+
+// WrittenReasons lists every state reason code this package writes with
+// the family it means (tested against Family).
+var WrittenReasons = map[string]string{
+	ReasonSuspendNameCheckPending:  FamilyWaiting,
+	ReasonSuspendAuthorityPending:  FamilyWaiting,
+	ReasonSuspendExecTimeout:       FamilyWaiting,
+	ReasonSuspendPayeeProofTimeout: FamilyWaiting,
+	ReasonSuspendAdapterDown:       FamilyWaiting,
+	ReasonFailedExecTimeout:        FamilyWaiting,
+	ReasonCounterpartyWindowClosed: FamilyWaiting,
+	ReasonExecDebitFailed:          FamilyEvent,
+	ReasonExecCreditFailed:         FamilyEvent,
+	ReasonAuthorityCheckNG:         FamilyEvent,
+	ReasonNameMismatch:             FamilyEvent,
+	ReasonBOJInsufficientFunds:     FamilyEvent,
+	ReasonReserveRefused:           FamilyEvent,
+	ReasonHLimitExceeded:           FamilyEvent,
+	ReasonPrecheckExpired:          FamilyEvent,
+	ReasonIGSFailed:                FamilyEvent,
+	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
+	"ACCOUNT_NOT_FOUND":            FamilyEvent,
+	"ACCOUNT_FROZEN":               FamilyEvent,
+}
+
+// Proof types and external settlement statuses used by HIGH_VALUE.
+const (
+	ProofPayerHVIsolation = "PAYER_HV_ISOLATION_PROOF"
+	ExtNone               = "NONE"
+	ExtRequested          = "REQUESTED"
+	ExtSettled            = "SETTLED"
+	ExtFailed             = "FAILED"
+)

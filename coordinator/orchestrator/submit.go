@@ -1,0 +1,222 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+)
+
+// MaxAmountValue is MAX_AMOUNT_VALUE (spec 004): amounts above it are
+// INVALID_AMOUNT at the input boundary.
+const MaxAmountValue = bankapi.MaxAmountValue
+
+func missingField(field string) error {
+	return domainerr.New("MISSING_FIELD", field+" is required", map[string]any{"field": field})
+}
+
+func invalidField(field, msg string, v any) error {
+	return domainerr.New("INVALID_REQUEST", field+": "+msg, map[string]any{"field": field, "value": v})
+}
+
+// validate checks a PaymentInitiated at the input boundary.
+func validate(req PaymentInitiated) error {
+	switch req.Lane {
+	case "":
+		return missingField("lane")
+	case LaneExpress, LaneStandard, LaneHighValue, LaneBulk, LaneDeferred:
+	case "HTLC":
+		return domainerr.New("USE_HTLC_ENDPOINT", "lane HTLC is created through the HTLC endpoint", map[string]any{"field": "lane"})
+	default:
+		return domainerr.New("INVALID_LANE", "unknown or unsupported lane", map[string]any{"field": "lane", "value": req.Lane})
+	}
+	if req.Amount.Value <= 0 || req.Amount.Value > MaxAmountValue {
+		return domainerr.New("INVALID_AMOUNT", fmt.Sprintf("amount.value must be in 1..%d (MAX_AMOUNT_VALUE)", int64(MaxAmountValue)),
+			map[string]any{"field": "amount.value", "value": req.Amount.Value, "max": int64(MaxAmountValue)})
+	}
+	if req.Amount.Currency == "" {
+		return missingField("amount.currency")
+	}
+	if req.Amount.Currency != "JPY" {
+		return domainerr.New("INVALID_CURRENCY", "POST /api/transfers accepts JPY only", map[string]any{"field": "amount.currency", "value": req.Amount.Currency})
+	}
+	for _, f := range []struct{ name, v string }{{"payer.bank_id", req.Payer.BankID}, {"payer.account_hash", req.Payer.AccountHash},
+		{"payee.bank_id", req.Payee.BankID}, {"payee.account_hash", req.Payee.AccountHash}} {
+		if strings.TrimSpace(f.v) == "" {
+			return missingField(f.name)
+		}
+	}
+	if req.TxID != "" && (strings.ContainsAny(req.TxID, ": /") || len(req.TxID) > MaxTxIDLength) {
+		return invalidField("txid", fmt.Sprintf("must not contain ':', '/' or spaces and be at most %d characters", MaxTxIDLength), req.TxID)
+	}
+	if req.Payer.BankID == req.Payee.BankID && req.Payer.AccountHash == req.Payee.AccountHash {
+		return invalidField("payee.account_hash", "payer and payee are the same account", req.Payee.AccountHash)
+	}
+	for _, ts := range []struct{ name, v string }{{"expires_at", req.ExpiresAt}, {"requested_at", req.RequestedAt}} {
+		if ts.v != "" {
+			if _, err := clock.ParseStamp(ts.v); err != nil {
+				return invalidField(ts.name, "must be RFC3339", ts.v)
+			}
+		}
+	}
+	return nil
+}
+
+// MaxTxIDLength bounds a txid: bank core messages carry it in a 32-byte
+// field (formats/coremsg header), so a longer one could not reach a core.
+const MaxTxIDLength = 32
+
+// newTxID returns "TX-" and 24 hex digits (96 random bits): 27 characters.
+func newTxID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "TX-" + hex.EncodeToString(b[:])
+}
+
+// idemKey is the IdempotencyKeys key of a PaymentInitiated: the client's
+// key scoped to the authenticated participant, so two banks' keys never
+// collide. Transactions.idempotency_key stores the same value.
+func idemKey(issuer, key string) string { return "PI:" + issuer + ":" + key }
+
+// EffectiveLane is the lane a transfer runs in: EXPRESS and STANDARD
+// transfers strictly above the payer's hv_threshold (PR-HV-THRESHOLD,
+// default 100,000,000) escalate to HIGH_VALUE.
+func EffectiveLane(requested string, amount int64, payer participants.Participant) string {
+	if (requested == LaneExpress || requested == LaneStandard) && amount > payer.EffectiveHVThreshold() {
+		return LaneHighValue
+	}
+	return requested
+}
+
+func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, issuer string) (SubmitResult, error) {
+	if strings.TrimSpace(key) == "" {
+		return SubmitResult{}, missingField("idempotency_key")
+	}
+	if strings.TrimSpace(issuer) == "" {
+		return SubmitResult{}, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return SubmitResult{}, fmt.Errorf("orchestrator: encode request: %w", err)
+	}
+	var accepted SubmitResult
+	resp, replayed, err := o.keys.Once(ctx, o.db, idemKey(issuer, key), body, func(tx *store.Tx) ([]byte, error) {
+		// Read-only modes refuse new transfers before anything else.
+		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
+			return nil, err
+		}
+		if err := validate(req); err != nil {
+			return nil, err
+		}
+		if issuer != req.Payer.BankID {
+			return nil, domainerr.New("UNAUTHORIZED", "a participant may only initiate transfers as the payer bank",
+				map[string]any{"field": "payer.bank_id", "issuer": issuer})
+		}
+		payer, err := participants.GetInTx(ctx, tx, req.Payer.BankID)
+		if err != nil {
+			return nil, err
+		}
+		payee, err := participants.GetInTx(ctx, tx, req.Payee.BankID)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range []participants.Participant{payer, payee} {
+			if !p.IsActive {
+				return nil, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": p.BankID})
+			}
+		}
+		if payer.ParticipationMode == participants.ModeReceiveOnly {
+			return nil, domainerr.New("PARTICIPATION_MODE_RECEIVE_ONLY", "the payer bank participates as RECEIVE_ONLY",
+				map[string]any{"bank_id": payer.BankID})
+		}
+		if payee.ParticipationMode == participants.ModeSendOnly {
+			return nil, domainerr.New("INVALID_REQUEST", "the payee bank participates as SEND_ONLY and cannot receive",
+				map[string]any{"field": "payee.bank_id", "bank_id": payee.BankID, "participation_mode": participants.ModeSendOnly})
+		}
+		if err := o.checkTxLimit(ctx, tx, payer, req.Amount.Value); err != nil {
+			return nil, err
+		}
+		if _, err := o.h.ConsumeDaily(ctx, tx, payer.BankID, req.Amount.Value); err != nil {
+			return nil, err
+		}
+		txid := req.TxID
+		if txid == "" {
+			txid = newTxID()
+		}
+		eff := EffectiveLane(req.Lane, req.Amount.Value, payer)
+		extra := map[string]any{"schema_version": orDefault(req.SchemaVersion, "1.0")}
+		if req.Purpose != "" {
+			extra["purpose"] = req.Purpose
+		}
+		if req.PSPRRef != "" {
+			extra["pspr_ref"] = req.PSPRRef
+		}
+		payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": eff}
+		if eff != req.Lane {
+			payload["hv_escalation"] = map[string]any{"hv_threshold": payer.EffectiveHVThreshold(), "parameter": "PR-HV-THRESHOLD"}
+		}
+		ins, err := o.lanes.InsertTxInTx(ctx, tx, lane.NewTx{TxID: txid, Lane: eff, AmountValue: req.Amount.Value, Currency: req.Amount.Currency,
+			PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,
+			PayeeAccountHash: req.Payee.AccountHash, IdempotencyKey: idemKey(issuer, key), ExpiresAt: req.ExpiresAt,
+			ExtraColumns: extra, Payload: payload})
+		if err != nil {
+			return nil, err
+		}
+		if !ins.Inserted {
+			return nil, invalidField("txid", "a transaction with this txid already exists", txid)
+		}
+		now := o.clk.Now()
+		stamp := clock.Stamp(now)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO OrchestratorTransfers (txid, issuer_bank_id, request_json, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)`, txid, issuer, string(body), stamp, stamp); err != nil {
+			return nil, wrapDB("insert progress", err)
+		}
+		kind, status := KindDrive, StatusReady
+		if eff == LaneBulk || eff == LaneDeferred {
+			kind, status = KindBatch, StatusWaiting
+		}
+		if err := enqueue(ctx, tx, kind, txid, eff, status, now); err != nil {
+			return nil, err
+		}
+		accepted = SubmitResult{TxID: txid, Lane: eff, RequestedLane: req.Lane, State: string(lane.Received), AcceptedAt: stamp}
+		o.log.InfoContext(ctx, "orchestrator.accepted", "txid", txid, "lane", eff, "requested_lane", req.Lane,
+			"payer_bank_id", req.Payer.BankID, "payee_bank_id", req.Payee.BankID, "amount", req.Amount.Value)
+		return json.Marshal(accepted)
+	})
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	var out SubmitResult
+	if err := json.Unmarshal(resp, &out); err != nil {
+		return SubmitResult{}, fmt.Errorf("orchestrator: stored response: %w", err)
+	}
+	out.Replayed = replayed
+	return out, nil
+}
+
+// checkTxLimit refuses an amount above the payer's tx_amount_limit
+// (AMOUNT_EXCEEDS_TX_LIMIT).
+func (o *Orchestrator) checkTxLimit(ctx context.Context, tx *store.Tx, payer participants.Participant, amount int64) error {
+	if payer.TxAmountLimit != nil && amount > *payer.TxAmountLimit {
+		return domainerr.New("AMOUNT_EXCEEDS_TX_LIMIT", "amount exceeds the payer bank's per-transfer limit",
+			map[string]any{"field": "amount.value", "value": amount, "tx_amount_limit": *payer.TxAmountLimit})
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
