@@ -1,8 +1,17 @@
 // Package gateway is the HTTP edge of zcgw: /api (participant and operator
 // routes), /bank/{bank_id}/zc-ingress/{command} (served by each bank's
-// adapter) and /internal (cron triggers, metrics). It authenticates,
-// authorizes and translates HTTP into coordinator and adapter calls.
+// adapter behind signature verification) and /internal (cron triggers,
+// metrics). It authenticates (API keys with rotation, X-Cron-Secret,
+// Ed25519/HMAC request signatures via coordinator/signing), authorizes
+// queries (spec 004 照会の認可: purpose codes, operator and participant
+// scopes, participant signatures, 404 for non-parties, 403 for lists),
+// and translates HTTP into coordinator and adapter calls. Every response
+// carries X-Request-Id; every error uses the catalog's JSON shape.
 //
 // It must not hold business state of its own or write coordinator tables
-// directly: every state change goes through the coordinator's primitives.
+// directly: every state change goes through the coordinator's primitives
+// (orchestrator.Submit, participants.Registry). The one table it writes is
+// AccessAuditLog, the INSERT-only record of its own authorization
+// decisions (access.go), and a failure to write it never fails a query.
+// It reads FinalityLog for the events and verify views.
 package gateway

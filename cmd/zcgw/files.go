@@ -34,6 +34,9 @@ func runFiles(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	sub := args[0]
+	if sub == "submit" {
+		return runFilesSubmit(ctx, e, args[1:])
+	}
 	fs := e.flagSet("files " + sub)
 	maxErrors := fs.Int("max-errors", 100, "most errors listed")
 	var encoding, separator, out *string

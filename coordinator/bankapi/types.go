@@ -14,7 +14,14 @@ type Amount struct {
 const (
 	ProofPayerExec = "PAYER_EXEC_PROOF"
 	ProofPayeeExec = "PAYEE_EXEC_PROOF"
+	// ProofPayerHVIsolation is the payer bank's proof, for a HIGH_VALUE
+	// transfer, that the debited funds are isolated for the RTGS leg; the
+	// coordinator instructs external settlement only after it (002 §12.3).
+	ProofPayerHVIsolation = "PAYER_HV_ISOLATION_PROOF"
 )
+
+// LaneHighValue is the lane value of a HIGH_VALUE execute-debit.
+const LaneHighValue = "HIGH_VALUE"
 
 // VenueBankLedger is the default venue of a bank's own proof.
 const VenueBankLedger = "BANK_LEDGER"

@@ -1,6 +1,10 @@
 package orchestrator
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+)
 
 // State reason codes this orchestrator writes to Transactions.reason_code
 // and FinalityLog payloads (spec 004 "状態 reason_code"). They are a value
@@ -76,11 +80,14 @@ var WrittenReasons = map[string]string{
 	"ACCOUNT_FROZEN":               FamilyEvent,
 }
 
-// Proof types and external settlement statuses used by HIGH_VALUE.
+// ProofPayerHVIsolation is the payer proof HIGH_VALUE requires before
+// external settlement; the wire contract declares it.
+const ProofPayerHVIsolation = bankapi.ProofPayerHVIsolation
+
+// External settlement statuses used by HIGH_VALUE.
 const (
-	ProofPayerHVIsolation = "PAYER_HV_ISOLATION_PROOF"
-	ExtNone               = "NONE"
-	ExtRequested          = "REQUESTED"
-	ExtSettled            = "SETTLED"
-	ExtFailed             = "FAILED"
+	ExtNone      = "NONE"
+	ExtRequested = "REQUESTED"
+	ExtSettled   = "SETTLED"
+	ExtFailed    = "FAILED"
 )

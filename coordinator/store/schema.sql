@@ -479,7 +479,7 @@ INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('BCP_READONLY', 0);
 
 -- OrchestratorQueue: the orchestrator's durable work items (spec 000 ch. 2
 -- queue retry policy). One row per (kind, txid): DRIVE moves a transfer
--- along its lane, NOTIFY sends credit-notify/debit-settled after SETTLED,
+-- along its lane (through to credit-notify/debit-settled after SETTLED),
 -- BATCH marks a BULK/DEFERRED transfer waiting for its batch window (status
 -- WAITING until the batch-window job claims it). next_attempt_at is when a
 -- READY item is due and, while CLAIMED, when its lease expires (so one
@@ -487,7 +487,7 @@ INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('BCP_READONLY', 0);
 -- next_attempt_at.
 CREATE TABLE IF NOT EXISTS OrchestratorQueue (
   item_id             TEXT    PRIMARY KEY,               -- '{kind}:{txid}'
-  kind                TEXT    NOT NULL,                  -- DRIVE|NOTIFY|BATCH
+  kind                TEXT    NOT NULL,                  -- DRIVE|BATCH
   txid                TEXT    NOT NULL,
   lane                TEXT    NOT NULL,
   status              TEXT    NOT NULL DEFAULT 'READY',  -- READY|CLAIMED|DONE|ACKED|WAITING
@@ -575,10 +575,56 @@ CREATE TABLE IF NOT EXISTS EventOutbox (
   chain_id     TEXT    NOT NULL,                        -- COALESCE(txid, gtid, 'GLOBAL'); the Kafka key
   event_seq    INTEGER NOT NULL,                        -- per-chain I/F seq (002 §12.5)
   event_type   TEXT    NOT NULL,
-  message_json TEXT    NOT NULL,
+  message_json TEXT    NOT NULL,                        -- the Kafka value
+  headers      TEXT    NOT NULL,                        -- the Kafka headers, k=v&k=v (values query-escaped)
   created_at   TEXT    NOT NULL,                        -- = FinalityLog.occurred_at
   sent_at      TEXT,                                    -- NULL until the broker acknowledged
   sent_topic   TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS idx_evo_chain_seq ON EventOutbox(chain_id, event_seq);
 CREATE INDEX IF NOT EXISTS idx_evo_unsent ON EventOutbox(outbox_seq) WHERE sent_at IS NULL;
+
+-- ---------------------------------------------------------------- bank file drop (zcgw, issue 7)
+
+-- FileDrops: one row per Zengin file taken from a bank's inbound folder
+-- (gateway/filedrop, docs/filedrop.md). drop_id is derived from the
+-- processing name the file was claimed under, so a restart finds the row of
+-- a file it finds in processing/. status: APPLYING (valid, records being
+-- submitted; applied_through is the file record number up to which every
+-- data record is accepted), ACCEPTED (every record submitted, waiting for
+-- the batch window), RESULTED (result file written to outbound), REJECTED
+-- (invalid: nothing applied, error report in the error folder), DUPLICATE
+-- (same SHA-256 as duplicate_of: not applied). Only gateway/filedrop writes it.
+CREATE TABLE IF NOT EXISTS FileDrops (
+  drop_id         TEXT    PRIMARY KEY,                 -- 'FD-' + processing name hash
+  bank_id         TEXT    NOT NULL,                    -- the dropping (payer) bank
+  file_name       TEXT    NOT NULL,                    -- name as dropped
+  processing_name TEXT    NOT NULL,                    -- name in processing/, processed/, error/
+  file_sha256     TEXT    NOT NULL,                    -- hex SHA-256 of the content
+  file_size       INTEGER NOT NULL,
+  status          TEXT    NOT NULL,                    -- APPLYING|ACCEPTED|RESULTED|REJECTED|DUPLICATE
+  duplicate_of    TEXT,                                -- drop_id of the original (DUPLICATE)
+  record_count    INTEGER NOT NULL DEFAULT 0,          -- data records
+  total_amount    INTEGER NOT NULL DEFAULT 0,          -- sum of 振込金額 (JPY)
+  applied_through INTEGER NOT NULL DEFAULT 0,          -- file record number, see above
+  refused_count   INTEGER NOT NULL DEFAULT 0,          -- data records the coordinator refused at submit
+  error_count     INTEGER NOT NULL DEFAULT 0,          -- validation errors (REJECTED)
+  report_name     TEXT,                                -- error report in error/ (REJECTED)
+  result_name     TEXT,                                -- result file in outbound/ (RESULTED)
+  received_at     TEXT    NOT NULL,
+  updated_at      TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_filedrops_sha256 ON FileDrops(file_sha256) WHERE status NOT IN ('DUPLICATE', 'REJECTED');
+CREATE INDEX IF NOT EXISTS idx_filedrops_status ON FileDrops(status, bank_id);
+
+-- FileDropRefusals: data records of an applied file that the coordinator
+-- refused at submit (a limit, an inactive participant): they get no
+-- Transactions row and a non-zero result code in the result file.
+CREATE TABLE IF NOT EXISTS FileDropRefusals (
+  drop_id     TEXT    NOT NULL,                        -- -> FileDrops
+  record_no   INTEGER NOT NULL,                        -- file record number
+  reason_code TEXT    NOT NULL,                        -- spec 004 catalog code
+  message     TEXT    NOT NULL,
+  created_at  TEXT    NOT NULL,
+  PRIMARY KEY (drop_id, record_no)
+);

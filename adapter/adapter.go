@@ -1,0 +1,196 @@
+package adapter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/outbox"
+)
+
+// Inquirer answers the adapter's read-only questions to the core (over the
+// core link): the current ledger balance of an account, and whether a name
+// is its holder's name (the core never reveals the stored name). Both
+// travel the MQ transport; an error means "no answer now" (offline,
+// timeout).
+type Inquirer interface {
+	Balance(ctx context.Context, coreAccount string) (int64, error)
+	NameCheck(ctx context.Context, coreAccount, name string) (NameResult, error)
+}
+
+// NameResult is the core's answer to a name check.
+type NameResult string
+
+// The name check answers.
+const (
+	NameMatch     NameResult = "MATCH"
+	NameMismatch  NameResult = "MISMATCH"
+	NameNoAccount NameResult = "NO_ACCOUNT"
+)
+
+// Window is a daily interval in JST minutes of day, [From, To). To < From
+// wraps past midnight. The core runs its batch (and is offline) inside it.
+type Window struct{ From, To int }
+
+// Contains reports whether minute m of the JST day is inside the window.
+func (w Window) Contains(m int) bool {
+	if w.From <= w.To {
+		return m >= w.From && m < w.To
+	}
+	return m >= w.From || m < w.To
+}
+
+// Config wires one bank's adapter.
+type Config struct {
+	BankID string // three-digit bank code, e.g. "001"
+	// DBPath is the adapter's own SQLite file (never the core's).
+	DBPath string
+	// Core applies postings (the outbox's only way to the core).
+	Core outbox.Core
+	// Inquiry answers balance and name inquiries. nil: name-check always
+	// defers and reconciliation by inquiry is unavailable.
+	Inquiry Inquirer
+	// Cases opens real Cases (coordinator/cases) for BLOCKED postings and
+	// reconciliation drifts.
+	Cases outbox.CaseOpener
+	// RealTime is false for a bank whose core cannot answer name checks
+	// online; name-check then always returns DEFERRED.
+	RealTime bool
+	// BatchWindows are the core's daily batch windows (JST).
+	BatchWindows []Window
+	// Currency is the single currency of this core (default JPY).
+	Currency string
+	// CustodyAccount is the account_hash of the bank's custody (別段預金
+	// SUSPENSE) account. When set, an execute-credit for an account the
+	// bank does not hold is credited there and answered with
+	// custody_detail (spec 004); when empty it is ACCOUNT_NOT_FOUND.
+	CustodyAccount string
+	// InquiryTimeout bounds name inquiries made by name-check (default 2s).
+	InquiryTimeout time.Duration
+	Clock          clock.Clock
+	Logger         *slog.Logger
+}
+
+// Adapter is one bank's ingress in front of its legacy core. It is safe for
+// concurrent use, and several Adapters (processes) may share its database.
+type Adapter struct {
+	bank     string
+	db       *store.DB
+	ob       *outbox.Outbox
+	inq      Inquirer
+	cases    outbox.CaseOpener
+	realTime bool
+	windows  []Window
+	currency string
+	custody  string
+	keys     *idem.Keys
+	inqWait  time.Duration
+	clk      clock.Clock
+	log      *slog.Logger
+}
+
+// Open opens (creating if needed) the adapter database at cfg.DBPath with
+// Schema and wires the outbox to cfg.Core.
+func Open(ctx context.Context, cfg Config) (*Adapter, error) {
+	if len(cfg.BankID) == 0 {
+		return nil, errors.New("adapter: Config.BankID is required")
+	}
+	if cfg.DBPath == "" {
+		return nil, errors.New("adapter: Config.DBPath is required")
+	}
+	db, err := store.Open(ctx, cfg.DBPath, Schema)
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", cfg.BankID, err)
+	}
+	a, err := New(db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// New wires an Adapter on an already opened database (opened with Schema).
+func New(db *store.DB, cfg Config) (*Adapter, error) {
+	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
+		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, inqWait: cfg.InquiryTimeout,
+		clk: cfg.Clock, log: cfg.Logger}
+	if a.clk == nil {
+		a.clk = clock.System{}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.log = a.log.With("bank_id", cfg.BankID)
+	if a.currency == "" {
+		a.currency = "JPY"
+	}
+	a.keys = idem.New(a.clk, a.log)
+	if a.inqWait <= 0 {
+		a.inqWait = 2 * time.Second
+	}
+	ob, err := outbox.New(outbox.Config{DB: db, Core: cfg.Core, Cases: cfg.Cases, Clock: a.clk, Logger: cfg.Logger,
+		Actor: "BANK_" + cfg.BankID})
+	if err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", cfg.BankID, err)
+	}
+	a.ob = ob
+	return a, nil
+}
+
+// BankID is the bank this adapter serves.
+func (a *Adapter) BankID() string { return a.bank }
+
+// DB is the adapter's own database.
+func (a *Adapter) DB() *store.DB { return a.db }
+
+// Outbox is the adapter's outbox (drain, recovery, operator moves).
+func (a *Adapter) Outbox() *outbox.Outbox { return a.ob }
+
+// Close closes the database.
+func (a *Adapter) Close() error { return a.db.Close() }
+
+// inBatchWindow reports whether the core's batch window is open now.
+func (a *Adapter) inBatchWindow() bool {
+	m := clock.MinutesOfDay(a.clk.Now())
+	for _, w := range a.windows {
+		if w.Contains(m) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Adapter) now() string { return clock.Stamp(a.clk.Now()) }
+
+// PostingRefLength is the length of the posting references the adapter
+// generates (they must fit the core message's reference field).
+const PostingRefLength = 16
+
+var refEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newRef returns a fresh posting reference: "P" and 15 base32 characters
+// (75 random bits), unique across re-initialisations of the bank, so an
+// inquiry by reference can never find an older posting.
+func newRef() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return "P" + refEncoding.EncodeToString(b[:])[:PostingRefLength-1]
+}
+
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return prefix + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

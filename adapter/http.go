@@ -1,0 +1,151 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+)
+
+// MaxBodyBytes bounds an ingress request body.
+const MaxBodyBytes = 1 << 20
+
+// Handler serves POST /bank/{bank_id}/zc-ingress/{command} for this bank:
+// JSON in, JSON out, errors in the catalog shape {error, reason_code,
+// category, details, request_id} with the category's HTTP status. Another
+// bank_id is 404 PARTICIPANT_NOT_FOUND. Signature verification (X-ZC-*)
+// is the gateway's job in front of this handler.
+func (a *Adapter) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", a.serve)
+	return mux
+}
+
+// Mux serves the ingress of several banks on one listener, routing by
+// {bank_id}; an unknown bank is 404 PARTICIPANT_NOT_FOUND.
+func Mux(adapters ...*Adapter) http.Handler {
+	byBank := make(map[string]*Adapter, len(adapters))
+	for _, a := range adapters {
+		byBank[a.bank] = a
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", func(w http.ResponseWriter, r *http.Request) {
+		bank := r.PathValue("bank_id")
+		a, ok := byBank[bank]
+		if !ok {
+			writeError(w, "", domainerr.New("PARTICIPANT_NOT_FOUND", "no adapter serves bank "+bank,
+				map[string]any{"bank_id": bank}))
+			return
+		}
+		a.serve(w, r)
+	})
+	return mux
+}
+
+func (a *Adapter) serve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if bank := r.PathValue("bank_id"); bank != a.bank {
+		writeError(w, "", domainerr.New("PARTICIPANT_NOT_FOUND", "this adapter does not serve bank "+bank,
+			map[string]any{"bank_id": bank}))
+		return
+	}
+	cmd := bankapi.Command(r.PathValue("command"))
+	req, ok := bankapi.NewRequest(cmd)
+	if !ok {
+		writeError(w, "", domainerr.New("INVALID_REQUEST", "unknown ingress command "+string(cmd),
+			map[string]any{"command": string(cmd)}))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		writeError(w, "", domainerr.Wrap("INVALID_REQUEST", err, "cannot read request body", map[string]any{"command": string(cmd)}))
+		return
+	}
+	if len(body) > MaxBodyBytes {
+		writeError(w, "", domainerr.New("INVALID_REQUEST", fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes),
+			map[string]any{"command": string(cmd)}))
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, req); err != nil {
+		details := map[string]any{"command": string(cmd)}
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			details["byte_offset"] = se.Offset
+		case errors.As(err, &te):
+			details["field"], details["byte_offset"] = te.Field, te.Offset
+		}
+		writeError(w, "", domainerr.Wrap("INVALID_REQUEST", err, "request body is not valid JSON for "+string(cmd), details))
+		return
+	}
+	resp, err := a.Dispatch(ctx, req)
+	if err != nil {
+		writeError(w, req.RequestID(), err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// Dispatch runs one decoded ingress request and returns its response body.
+func (a *Adapter) Dispatch(ctx context.Context, req bankapi.Request) (any, error) {
+	switch r := req.(type) {
+	case *bankapi.ReserveFundsRequest:
+		return a.ReserveFunds(ctx, *r)
+	case *bankapi.ExecuteDebitRequest:
+		return a.ExecuteDebit(ctx, *r)
+	case *bankapi.ExecuteCreditRequest:
+		return a.ExecuteCredit(ctx, *r)
+	case *bankapi.ReleaseReserveRequest:
+		return a.ReleaseReserve(ctx, *r)
+	case *bankapi.LegReadyCheckRequest:
+		return a.LegReadyCheck(ctx, *r)
+	case *bankapi.AuthorityCheckRequest:
+		return a.AuthorityCheck(ctx, *r)
+	case *bankapi.NameCheckRequest:
+		return a.NameCheck(ctx, *r)
+	case *bankapi.AccountVerifyRequest:
+		return a.AccountVerify(ctx, *r)
+	case *bankapi.CreditNotifyRequest:
+		return a.CreditNotify(ctx, *r)
+	case *bankapi.RTPNotifyRequest:
+		return a.RTPNotify(ctx, *r)
+	case *bankapi.DebitSettledRequest:
+		return a.DebitSettled(ctx, *r)
+	case *bankapi.InitializeBankRequest:
+		return a.InitializeBank(ctx, *r)
+	case *bankapi.CleanupBankRequest:
+		return a.CleanupBank(ctx, *r)
+	}
+	return nil, domainerr.New("INVALID_REQUEST", fmt.Sprintf("unsupported request type %T", req), nil)
+}
+
+// writeError writes err in the catalog shape. Any other error (storage,
+// transport) is a retryable BANK_ERROR whose text is not exposed.
+func writeError(w http.ResponseWriter, requestID string, err error) {
+	de, ok := domainerr.As(err)
+	if !ok {
+		de = domainerr.New("BANK_ERROR", "bank adapter failed; retry", nil)
+	}
+	details := de.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	body := bankapi.ErrorBody{Error: de.Message, ReasonCode: de.Code, Category: string(de.Category), Details: details, RequestID: requestID}
+	w.Header().Set("Content-Type", "application/json")
+	if de.Retryable() {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(de.HTTPStatus())
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,243 @@
+package adapter
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Account statuses.
+const (
+	AccountActive = "ACTIVE"
+	AccountFrozen = "FROZEN"
+)
+
+// Account is a customer account known to the adapter: the hash the
+// coordinator uses, the core's account number and the holder name.
+type Account struct {
+	Hash        string // account_hash used on the ingress API
+	CoreAccount string // the core's account number
+	HolderName  string
+	Status      string // ACTIVE (default) or FROZEN
+}
+
+// Shadow is the adapter's view of one account (spec 001 ch. 18 shadow
+// ledger).
+type Shadow struct {
+	Account
+	// CoreBalance is the last known core balance: opening balance plus
+	// adjustments plus every posting the outbox marked APPLIED.
+	CoreBalance int64
+	// Holds is the sum of HELD reservations.
+	Holds int64
+	// PendingDebits and PendingCredits are approved postings the core has
+	// not (provably) applied yet: PENDING, CLAIMED, IN_DOUBT or BLOCKED.
+	PendingDebits  int64
+	PendingCredits int64
+	// Unsettled counts postings whose outcome at the core is unknown right
+	// now (CLAIMED or IN_DOUBT).
+	Unsettled int
+	// Available = CoreBalance - Holds - PendingDebits. Pending credits are
+	// not spendable until the core has them.
+	Available int64
+	// Projected is the balance once every pending posting is applied.
+	Projected int64
+}
+
+func accountNotFound(hash string) error {
+	return domainerr.New("ACCOUNT_NOT_FOUND", "no account with this account_hash at this bank",
+		map[string]any{"account_hash": hash})
+}
+
+// OpenAccount registers an account and seeds its shadow with the core's
+// opening balance (seedOpeningBalance: a production operation, not a test
+// hook). The opening balance must be the core's balance at registration;
+// use OpenAccountFromCore to read it from the core.
+func (a *Adapter) OpenAccount(ctx context.Context, acct Account, openingBalance int64) error {
+	if acct.Hash == "" || acct.CoreAccount == "" || acct.HolderName == "" {
+		return domainerr.New("MISSING_FIELD", "account needs hash, core account and holder name",
+			map[string]any{"account_hash": acct.Hash, "core_account": acct.CoreAccount})
+	}
+	if acct.Status == "" {
+		acct.Status = AccountActive
+	}
+	if acct.Status != AccountActive && acct.Status != AccountFrozen {
+		return domainerr.New("INVALID_STATE", "account status must be ACTIVE or FROZEN", map[string]any{"status": acct.Status})
+	}
+	if openingBalance < 0 {
+		return domainerr.New("INVALID_AMOUNT", "opening balance cannot be negative", map[string]any{"opening_balance": openingBalance})
+	}
+	return a.db.Write(ctx, func(tx *store.Tx) error {
+		now := a.now()
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAccounts
+			(account_hash, core_account, holder_name, status, opening_balance, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, acct.Hash, acct.CoreAccount, acct.HolderName, acct.Status, openingBalance, now, now)
+		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+			return domainerr.New("STATE_GUARD", "account already registered", map[string]any{"account_hash": acct.Hash, "core_account": acct.CoreAccount})
+		}
+		if err != nil {
+			return fmt.Errorf("adapter: open account %s: %w", acct.Hash, err)
+		}
+		a.log.InfoContext(ctx, "adapter.account_opened", "account_hash", acct.Hash, "core_account", acct.CoreAccount,
+			"opening_balance", openingBalance)
+		return nil
+	})
+}
+
+// OpenAccountFromCore registers an account with the balance the core
+// reports now (a balance inquiry over the core link).
+func (a *Adapter) OpenAccountFromCore(ctx context.Context, acct Account) error {
+	if a.inq == nil {
+		return domainerr.New("BANK_ERROR", "no core inquiry link configured", nil)
+	}
+	bal, err := a.inq.Balance(ctx, acct.CoreAccount)
+	if err != nil {
+		return domainerr.Wrap("BANK_ERROR", err, "balance inquiry failed", map[string]any{"core_account": acct.CoreAccount})
+	}
+	return a.OpenAccount(ctx, acct, bal)
+}
+
+// SetAccountStatus freezes or unfreezes an account.
+func (a *Adapter) SetAccountStatus(ctx context.Context, hash, status string) error {
+	if status != AccountActive && status != AccountFrozen {
+		return domainerr.New("INVALID_STATE", "account status must be ACTIVE or FROZEN", map[string]any{"status": status})
+	}
+	return a.db.Write(ctx, func(tx *store.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE AdapterAccounts SET status = ?, updated_at = ? WHERE account_hash = ?`,
+			status, a.now(), hash)
+		if err != nil {
+			return fmt.Errorf("adapter: set status %s: %w", hash, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return accountNotFound(hash)
+		}
+		return nil
+	})
+}
+
+// Shadow returns the shadow ledger of one account.
+func (a *Adapter) Shadow(ctx context.Context, hash string) (Shadow, error) {
+	var s Shadow
+	err := a.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		s, err = readShadow(ctx, tx, hash)
+		return err
+	})
+	return s, err
+}
+
+// Shadows returns the shadow ledger of every account, by account_hash.
+func (a *Adapter) Shadows(ctx context.Context) ([]Shadow, error) {
+	var out []Shadow
+	err := a.db.Read(ctx, func(tx *store.Tx) error {
+		hashes, err := accountHashes(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, h := range hashes {
+			s, err := readShadow(ctx, tx, h)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func accountHashes(ctx context.Context, tx *store.Tx) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT account_hash FROM AdapterAccounts ORDER BY account_hash`)
+	if err != nil {
+		return nil, fmt.Errorf("adapter: list accounts: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// readShadow computes the shadow of one account inside tx.
+func readShadow(ctx context.Context, tx *store.Tx, hash string) (Shadow, error) {
+	var s Shadow
+	var opening, adj int64
+	err := tx.QueryRowContext(ctx, `SELECT account_hash, core_account, holder_name, status, opening_balance, adjustment
+		FROM AdapterAccounts WHERE account_hash = ?`, hash).
+		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &opening, &adj)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, accountNotFound(hash)
+	}
+	if err != nil {
+		return s, fmt.Errorf("adapter: read account %s: %w", hash, err)
+	}
+	var applied int64
+	err = tx.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN o.status = 'APPLIED' THEN p.direction * p.amount END), 0),
+		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED') AND p.direction < 0 THEN p.amount END), 0),
+		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED') AND p.direction > 0 THEN p.amount END), 0),
+		COALESCE(SUM(CASE WHEN o.status IN ('CLAIMED','IN_DOUBT') THEN 1 ELSE 0 END), 0)
+		FROM AdapterPostings p JOIN AdapterOutbox o ON o.ref = p.ref WHERE p.account_hash = ?`, hash).
+		Scan(&applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled)
+	if err != nil {
+		return s, fmt.Errorf("adapter: shadow %s: %w", hash, err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(amount), 0) FROM AdapterHolds WHERE account_hash = ? AND status = 'HELD'`, hash).
+		Scan(&s.Holds)
+	if err != nil {
+		return s, fmt.Errorf("adapter: holds %s: %w", hash, err)
+	}
+	s.CoreBalance = opening + adj + applied
+	s.Available = s.CoreBalance - s.Holds - s.PendingDebits
+	s.Projected = s.CoreBalance + s.PendingCredits - s.PendingDebits
+	return s, nil
+}
+
+// Screening entry types for authority-check.
+const (
+	ScreenAccount  = "ACCOUNT"
+	ScreenTxID     = "TXID"
+	ScreenVaultRef = "VAULT_REF"
+)
+
+// AddScreeningEntry adds an entry to the bank's local AML/sanctions list.
+func (a *Adapter) AddScreeningEntry(ctx context.Context, entryType, value, reason string) error {
+	if entryType != ScreenAccount && entryType != ScreenTxID && entryType != ScreenVaultRef {
+		return domainerr.New("INVALID_REQUEST", "screening entry type must be ACCOUNT, TXID or VAULT_REF",
+			map[string]any{"entry_type": entryType})
+	}
+	if value == "" || reason == "" {
+		return domainerr.New("MISSING_FIELD", "screening entry needs a value and a reason", map[string]any{"entry_type": entryType})
+	}
+	return a.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO AdapterScreening (entry_type, value, reason, added_at)
+			VALUES (?, ?, ?, ?)`, entryType, value, reason, a.now())
+		if err != nil {
+			return fmt.Errorf("adapter: add screening entry: %w", err)
+		}
+		return nil
+	})
+}
+
+func (a *Adapter) audit(ctx context.Context, tx *store.Tx, event, txid, requestID, payload string) error {
+	var p any
+	if payload != "" {
+		p = payload
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAuditLog (event, txid, request_id, payload_json, occurred_at)
+		VALUES (?, ?, ?, ?, ?)`, event, txid, requestID, p, a.now())
+	if err != nil {
+		return fmt.Errorf("adapter: audit %s: %w", event, err)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package signing
+
+import (
+	"context"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Nonces consumes single-use signature nonces.
+type Nonces interface {
+	// Use consumes (keyID, nonce); a second use is SIGNATURE_REPLAYED.
+	Use(ctx context.Context, keyID, nonce string) error
+}
+
+// DBNonces keeps nonces as single-use idempotency keys sig:{key_id}:{nonce}
+// (spec 002 §12.4 rule 5: no body hash, never a body conflict) in the
+// coordinator's IdempotencyKeys, claimed and completed in one transaction.
+// They are kept idem.DoneTTL (24h), far longer than any accepted skew, so a
+// replayed signature is refused either as a replay or as skewed.
+type DBNonces struct {
+	db   *store.DB
+	keys *idem.Keys
+}
+
+// NewDBNonces returns nonces stored in db (coordinator schema).
+func NewDBNonces(db *store.DB, clk clock.Clock) *DBNonces {
+	return &DBNonces{db: db, keys: idem.New(clk, nil)}
+}
+
+// Use consumes the nonce.
+func (n *DBNonces) Use(ctx context.Context, keyID, nonce string) error {
+	key, err := idem.SigKey(keyID, nonce)
+	if err != nil {
+		return domainerr.Wrap("EXTERNAL_SIGNATURE_INVALID", err, "bad signature nonce", map[string]any{"key_id": keyID})
+	}
+	return n.db.Write(ctx, func(tx *store.Tx) error {
+		r, err := n.keys.Acquire(ctx, tx, key, nil)
+		if err != nil {
+			return err
+		}
+		if r.Outcome != idem.Fresh {
+			return domainerr.New("SIGNATURE_REPLAYED", "nonce already used with key "+keyID,
+				map[string]any{"key_id": keyID, "nonce": nonce})
+		}
+		return n.keys.Complete(ctx, tx, key, []byte("{}"))
+	})
+}
+
+// NonceSchema is the DDL of a database that holds only signature nonces
+// (the IdempotencyKeys table of spec 003), for a verifier that keeps its
+// nonces apart from the coordinator database (the bank-side ingress
+// verifier does, so nonce writes never queue behind coordinator writes).
+const NonceSchema = `
+CREATE TABLE IF NOT EXISTS IdempotencyKeys (
+  key           TEXT PRIMARY KEY,
+  status        TEXT NOT NULL DEFAULT 'PROCESSING',
+  response_body TEXT,
+  created_at    TEXT NOT NULL,
+  updated_at    TEXT,
+  request_hash  TEXT
+);
+`
+
+// Sweep removes nonces older than idem.DoneTTL.
+func (n *DBNonces) Sweep(ctx context.Context) error {
+	_, err := n.keys.SweepDB(ctx, n.db)
+	return err
+}

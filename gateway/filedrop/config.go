@@ -1,0 +1,191 @@
+package filedrop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Coordinator is what the file drop needs from the coordinator:
+// *orchestrator.Orchestrator implements it.
+type Coordinator interface {
+	// Submit accepts one PaymentInitiated (BULK: RECEIVED and parked for
+	// its batch window), idempotent per key.
+	Submit(ctx context.Context, req orchestrator.PaymentInitiated, idempotencyKey, issuerBankID string) (orchestrator.SubmitResult, error)
+	// Query reads a transfer's state and decision (TX_NOT_FOUND when
+	// unknown).
+	Query(ctx context.Context, txid string) (orchestrator.View, error)
+}
+
+// Participants looks a participant up (PARTICIPANT_NOT_FOUND when
+// unknown): *participants.Registry implements it.
+type Participants interface {
+	Get(ctx context.Context, bankID string) (participants.Participant, error)
+}
+
+// Bank is one bank that drops files.
+type Bank struct {
+	// ID is the participant bank_id (the payer of every transfer in its
+	// files). Required.
+	ID string
+	// ZenginCode is the bank's 4-digit 全銀 bank code, which every header's
+	// 仕向銀行番号 must carry. Default: ID left-padded with zeros to 4
+	// digits ("001" -> "0001").
+	ZenginCode string
+	// Dir is the bank's base folder. Default <Config.Root>/banks/<ID>.
+	Dir string
+	// Inbound and Outbound override <Dir>/inbound and <Dir>/outbound.
+	Inbound, Outbound string
+}
+
+// Folders are a bank's folders.
+type Folders struct {
+	Inbound, Processing, Processed, Error, Outbound string
+}
+
+// Folders returns the bank's folders (after Config defaults are applied).
+func (b Bank) Folders() Folders {
+	f := Folders{
+		Inbound:    filepath.Join(b.Dir, "inbound"),
+		Processing: filepath.Join(b.Dir, "processing"),
+		Processed:  filepath.Join(b.Dir, "processed"),
+		Error:      filepath.Join(b.Dir, "error"),
+		Outbound:   filepath.Join(b.Dir, "outbound"),
+	}
+	if b.Inbound != "" {
+		f.Inbound = b.Inbound
+	}
+	if b.Outbound != "" {
+		f.Outbound = b.Outbound
+	}
+	return f
+}
+
+// Config wires a Processor.
+type Config struct {
+	// DB is the coordinator database (store.Schema applied: FileDrops and
+	// FileDropRefusals live there). Required.
+	DB *store.DB
+	// Coordinator accepts and reports transfers. Required.
+	Coordinator Coordinator
+	// Participants resolves and checks payee banks. Required.
+	Participants Participants
+	// Root is the data folder; bank folders default to <Root>/banks/<id>.
+	Root string
+	// Banks are the banks whose folders are served. Required (at least one).
+	Banks []Bank
+	// Directory maps a 4-digit 全銀 bank code (被仕向銀行番号) to a
+	// participant bank_id. Codes not listed resolve to the participant
+	// whose bank_id is the code itself, or the code without its leading
+	// zero ("0002" -> "002"), whichever exists (the code itself first).
+	Directory map[string]string
+	// AccountSalt salts the account hashes (see AccountHash). Default
+	// DefaultAccountSalt.
+	AccountSalt string
+	// StableFor is how long a file without a done-marker must keep the
+	// same size and mtime before it is taken (clock-driven). Default 10s.
+	StableFor time.Duration
+	// Workers is how many Submit calls run at once while applying a file
+	// (default 8); the coordinator's store commits them together when it
+	// groups commits.
+	Workers int
+	// Chunk is how many data records are submitted between two progress
+	// checkpoints in FileDrops.applied_through (default 512).
+	Chunk int
+	// MaxErrors caps the errors listed in a report (default 1000; the
+	// rest are counted).
+	MaxErrors int
+	// Clock is the only time source (nil: clock.System{}).
+	Clock clock.Clock
+	// Logger receives one JSON line per event (nil: discard).
+	Logger *slog.Logger
+	// Progress, when set, is called while a file is applied with the data
+	// records submitted so far and the file's total.
+	Progress func(bankID, file string, done, total int64)
+}
+
+// DefaultAccountSalt is the default Config.AccountSalt.
+const DefaultAccountSalt = "zcgw-filedrop-v1"
+
+func (c *Config) defaults() error {
+	if c.DB == nil || c.Coordinator == nil || c.Participants == nil {
+		return errors.New("filedrop: Config.DB, Coordinator and Participants are required")
+	}
+	if len(c.Banks) == 0 {
+		return errors.New("filedrop: Config.Banks is empty")
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.AccountSalt == "" {
+		c.AccountSalt = DefaultAccountSalt
+	}
+	if c.StableFor <= 0 {
+		c.StableFor = 10 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.Chunk <= 0 {
+		c.Chunk = 512
+	}
+	if c.MaxErrors <= 0 {
+		c.MaxErrors = 1000
+	}
+	banks := make([]Bank, len(c.Banks))
+	seen := map[string]bool{}
+	for i, b := range c.Banks {
+		if b.ID == "" {
+			return errors.New("filedrop: a Bank has no ID")
+		}
+		if seen[b.ID] {
+			return fmt.Errorf("filedrop: bank %s configured twice", b.ID)
+		}
+		seen[b.ID] = true
+		if b.ZenginCode == "" {
+			b.ZenginCode = b.ID
+			if len(b.ZenginCode) < 4 {
+				b.ZenginCode = strings.Repeat("0", 4-len(b.ZenginCode)) + b.ZenginCode
+			}
+		}
+		if len(b.ZenginCode) != 4 || !allDigits(b.ZenginCode) {
+			return fmt.Errorf("filedrop: bank %s: ZenginCode %q is not 4 digits", b.ID, b.ZenginCode)
+		}
+		if b.Dir == "" {
+			if c.Root == "" {
+				return fmt.Errorf("filedrop: bank %s: no Dir and no Config.Root", b.ID)
+			}
+			b.Dir = filepath.Join(c.Root, "banks", b.ID)
+		}
+		banks[i] = b
+	}
+	c.Banks = banks
+	return nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// The coordinator's own types satisfy the interfaces.
+var (
+	_ Coordinator  = (*orchestrator.Orchestrator)(nil)
+	_ Participants = (*participants.Registry)(nil)
+)

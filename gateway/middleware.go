@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/zclog"
+)
+
+type loggerKey struct{}
+
+func loggerFrom(r *http.Request) *slog.Logger {
+	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// maxRequestIDLen bounds an honoured client request id.
+const maxRequestIDLen = 128
+
+// validRequestID accepts printable ASCII without spaces, so a client id
+// cannot inject anything into headers or log lines.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// edge is the outermost handler: it fixes the request id (the client's
+// X-Request-Id when it sent a usable one, else req-<uuid>), sets it on the
+// response before anything is written, recovers panics into an INTERNAL
+// catalog error, logs one http.request line and counts the request.
+func (s *Server) edge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(HeaderRequestID)
+		if !validRequestID(id) {
+			id = zclog.NewRequestID()
+		}
+		r.Header.Set(HeaderRequestID, id)
+		w.Header().Set(HeaderRequestID, id)
+		log := zclog.WithRequest(s.log, id)
+		ctx := context.WithValue(zclog.ContextWithRequestID(r.Context(), id), loggerKey{}, log)
+		r = r.WithContext(ctx)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.ErrorContext(ctx, "http.panic", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path)
+				if rec.status == 0 {
+					writeError(rec, r, domainerr.New("INVARIANT_VIOLATION", "the server failed while handling the request", nil))
+				}
+			}
+			d := time.Since(start)
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.metrics.observe(r.Pattern, r.Method, status, d)
+			log.InfoContext(ctx, "http.request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
+				"status", status, "duration_ms", float64(d.Microseconds())/1000)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}

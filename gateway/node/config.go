@@ -1,0 +1,167 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/zcgw/zcgw/coordinator/signing"
+)
+
+// ConfigFile is the node configuration's file name in the data folder.
+const ConfigFile = "node.json"
+
+// Secret is a shared secret with its rotation window (spec 002 §12.6.4).
+type Secret struct {
+	Current       string `json:"current"`
+	Previous      string `json:"previous,omitempty"`
+	PreviousUntil string `json:"previous_until,omitempty"` // RFC3339; required with previous
+}
+
+func (s Secret) rotating() *signing.Rotating {
+	return &signing.Rotating{Current: []byte(s.Current), Previous: []byte(s.Previous), PreviousUntil: s.PreviousUntil}
+}
+
+// APIKey is one /api credential.
+type APIKey struct {
+	Scope  string `json:"scope"`             // OPERATOR | PARTICIPANT
+	BankID string `json:"bank_id,omitempty"` // PARTICIPANT
+	Name   string `json:"name"`
+	Secret
+}
+
+// Account is a customer account opened at a bank's core and registered
+// with its adapter.
+type Account struct {
+	Hash        string `json:"hash"`         // account_hash on the API
+	CoreAccount string `json:"core_account"` // the core's account key (coresim.AccountKey form)
+	Name        string `json:"name"`
+	Balance     int64  `json:"opening_balance"`
+}
+
+// BankConfig is one participant bank served by this node.
+type BankConfig struct {
+	BankID   string    `json:"bank_id"`
+	Name     string    `json:"name"`
+	HLimit   int64     `json:"h_limit"`
+	RealTime bool      `json:"real_time"`
+	Accounts []Account `json:"accounts"`
+}
+
+// Config is DATA/node.json.
+type Config struct {
+	Addr       string   `json:"addr"`
+	CronSecret string   `json:"cron_secret"`
+	APIKeys    []APIKey `json:"api_keys"`
+	// HMAC is the ingress HMAC fallback secret (nil: fallback refused).
+	HMAC *Secret `json:"hmac,omitempty"`
+	// AllowUnauthenticatedUI mirrors ZC_ALLOW_UNAUTHENTICATED_UI.
+	AllowUnauthenticatedUI bool         `json:"allow_unauthenticated_ui"`
+	Workers                int          `json:"workers"`
+	Banks                  []BankConfig `json:"banks"`
+}
+
+func randomSecret() string {
+	var b [24]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// DefaultConfig is a two-bank node (001, 002), three accounts each, with
+// fresh random secrets and one API key per bank plus an operator key.
+func DefaultConfig() Config {
+	c := Config{Addr: "127.0.0.1:8080", CronSecret: randomSecret(), Workers: 4}
+	c.APIKeys = append(c.APIKeys, APIKey{Scope: signing.ScopeOperator, Name: "operator", Secret: Secret{Current: randomSecret()}})
+	for i, id := range []string{"001", "002"} {
+		b := BankConfig{BankID: id, Name: fmt.Sprintf("Bank %s", id), HLimit: 10_000_000_000_000, RealTime: true}
+		for n := 1; n <= 3; n++ {
+			b.Accounts = append(b.Accounts, Account{Hash: fmt.Sprintf("h:%s-%04d", id, n),
+				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i, n), Balance: 1_000_000_000})
+		}
+		c.Banks = append(c.Banks, b)
+		c.APIKeys = append(c.APIKeys, APIKey{Scope: signing.ScopeParticipant, BankID: id, Name: "bank-" + id, Secret: Secret{Current: randomSecret()}})
+	}
+	return c
+}
+
+// LoadOrInitConfig reads DATA/node.json, writing DefaultConfig there first
+// when it does not exist (0600: it holds secrets).
+func LoadOrInitConfig(dataDir string) (Config, error) {
+	path := filepath.Join(dataDir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		c := DefaultConfig()
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return c, err
+		}
+		out, _ := json.MarshalIndent(c, "", "  ")
+		return c, os.WriteFile(path, append(out, '\n'), 0o600)
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if len(c.Banks) == 0 {
+		return errors.New("node config: at least one bank is required")
+	}
+	seen := map[string]bool{}
+	for _, b := range c.Banks {
+		if b.BankID == "" || seen[b.BankID] {
+			return fmt.Errorf("node config: bank_id %q missing or repeated", b.BankID)
+		}
+		seen[b.BankID] = true
+	}
+	for _, k := range c.APIKeys {
+		if k.Current == "" {
+			return fmt.Errorf("node config: api key %q has no current secret", k.Name)
+		}
+		if k.Scope != signing.ScopeOperator && k.Scope != signing.ScopeParticipant {
+			return fmt.Errorf("node config: api key %q: scope must be OPERATOR or PARTICIPANT", k.Name)
+		}
+		if k.Scope == signing.ScopeParticipant && !seen[k.BankID] {
+			return fmt.Errorf("node config: api key %q names unknown bank %q", k.Name, k.BankID)
+		}
+	}
+	return nil
+}
+
+// KeyFor returns the current API key of a participant bank ("" if none).
+func (c Config) KeyFor(bankID string) string {
+	for _, k := range c.APIKeys {
+		if k.Scope == signing.ScopeParticipant && k.BankID == bankID {
+			return k.Current
+		}
+	}
+	return ""
+}
+
+// OperatorKey returns the current key of the first operator ("" if none).
+func (c Config) OperatorKey() string {
+	for _, k := range c.APIKeys {
+		if k.Scope == signing.ScopeOperator {
+			return k.Current
+		}
+	}
+	return ""
+}
+
+func (c Config) apiKeys() *signing.APIKeys {
+	out := &signing.APIKeys{}
+	for _, k := range c.APIKeys {
+		out.Keys = append(out.Keys, signing.APIKey{Principal: signing.Principal{Scope: k.Scope, BankID: k.BankID, Name: k.Name}, Secret: k.rotating()})
+	}
+	return out
+}

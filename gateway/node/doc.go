@@ -1,0 +1,16 @@
+// Package node assembles one zcgw node on the embedded defaults under a
+// data folder: the coordinator database and its orchestrator workers, one
+// adapter per configured bank in front of its simulated legacy core
+// (adapter/coresim) on the embedded MQ transport, the outbox drainers, and
+// the gateway's HTTP server. The orchestrator reaches the banks through
+// the signed HTTP client (coordinator/bankclient) over the node's own
+// listener, so every command crosses the real wire and the real signature
+// check. It is used by `zcgw serve`, by the tests in test/ and by
+// `zcgw demo`.
+//
+// Configuration lives in DATA/node.json, written with fresh random secrets
+// on first start; the ZC egress signing key in DATA/zc-ed25519.key (0600).
+//
+// It may import gateway, coordinator, adapter and outbox; nothing imports
+// it but cmd and test.
+package node

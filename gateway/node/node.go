@@ -1,0 +1,438 @@
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/zcgw/zcgw/adapter"
+	"github.com/zcgw/zcgw/adapter/corelink"
+	"github.com/zcgw/zcgw/adapter/coresim"
+	"github.com/zcgw/zcgw/adapter/mq/embedded"
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/bankclient"
+	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/zclog"
+	"github.com/zcgw/zcgw/gateway"
+	"github.com/zcgw/zcgw/jobs/ledger"
+	"github.com/zcgw/zcgw/jobs/scheduler"
+)
+
+// SigningKeyFile holds the ZC egress Ed25519 seed (hex) in the data folder.
+const SigningKeyFile = "zc-ed25519.key"
+
+// Options tune a Node beyond node.json.
+type Options struct {
+	DataDir string
+	// Config overrides DATA/node.json when set.
+	Config *Config
+	// Addr overrides Config.Addr (tests use "127.0.0.1:0").
+	Addr   string
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Orchestrator adjusts the orchestrator configuration of every worker.
+	Orchestrator func(*orchestrator.Config)
+	// Idle is how long a worker or drainer sleeps when it found no work
+	// (default 5ms).
+	Idle time.Duration
+	// NoWorkers starts no orchestrator workers and no outbox drainers
+	// (tests that drive them by hand).
+	NoWorkers bool
+}
+
+// Bank is one bank of the node: its adapter in front of its simulated core.
+type Bank struct {
+	ID      string
+	Adapter *adapter.Adapter
+	Core    *coresim.Core
+	Link    *corelink.Link
+	Config  BankConfig
+}
+
+// Node is a running zcgw node.
+type Node struct {
+	Config       Config
+	DataDir      string
+	URL          string // http://host:port of the listener
+	DB           *store.DB
+	Orchestrator *orchestrator.Orchestrator
+	Workers      []*orchestrator.Orchestrator
+	Gateway      *gateway.Server
+	Banks        map[string]*Bank
+	Keys         *signing.Registry
+	Client       *bankclient.Client
+	Transport    *embedded.Transport
+	// Jobs is the batch-job runner behind POST /internal/cron/{job} (only
+	// the built-in jobs are registered here; job bodies belong to jobs/).
+	Jobs *scheduler.Runner
+
+	log     *slog.Logger
+	clk     clock.Clock
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	serveWG sync.WaitGroup
+	srvErr  error
+	stopSrv context.CancelFunc
+	closers []func() error
+	once    sync.Once
+}
+
+type inquiry struct{ l *corelink.Link }
+
+func (i inquiry) Balance(ctx context.Context, acct string) (int64, error) {
+	b, err := i.l.Balance(ctx, acct)
+	if err == nil && b.Status == "X" {
+		return 0, domainerr.New("ACCOUNT_NOT_FOUND", "core has no account "+acct, nil)
+	}
+	return b.Ledger, err
+}
+
+func (i inquiry) NameCheck(ctx context.Context, acct, name string) (adapter.NameResult, error) {
+	r, err := i.l.NameCheck(ctx, acct, name)
+	switch {
+	case err != nil:
+		return "", err
+	case r == "M":
+		return adapter.NameMatch, nil
+	case r == "N":
+		return adapter.NameNoAccount, nil
+	}
+	return adapter.NameMismatch, nil
+}
+
+// Start opens (creating on first use) everything under opts.DataDir,
+// listens, and starts the workers, the outbox drainers and the cores. Stop
+// it with Close.
+func Start(ctx context.Context, opts Options) (n *Node, err error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("node: Options.DataDir is required")
+	}
+	var cfg Config
+	if opts.Config != nil {
+		cfg = *opts.Config
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+	} else if cfg, err = LoadOrInitConfig(opts.DataDir); err != nil {
+		return nil, err
+	}
+	if opts.Addr != "" {
+		cfg.Addr = opts.Addr
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
+	}
+	if opts.Idle <= 0 {
+		opts.Idle = 5 * time.Millisecond
+	}
+	log := zclog.OrDiscard(opts.Logger)
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n = &Node{Config: cfg, DataDir: opts.DataDir, log: log.With("component", "node"), clk: opts.Clock, cancel: cancel, Banks: map[string]*Bank{}}
+	defer func() {
+		if err != nil {
+			n.Close()
+			n = nil
+		}
+	}()
+	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
+
+	if n.DB, err = store.OpenCoordinator(ctx, path("zc.db")); err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, n.DB.Close)
+	n.Keys = signing.NewRegistry(n.DB, opts.Clock)
+	signer, err := loadSigningKey(ctx, path(SigningKeyFile), n.Keys, opts.Clock)
+	if err != nil {
+		return n, err
+	}
+	nonceDB, err := store.Open(ctx, path("ingress-nonces.db"), signing.NonceSchema)
+	if err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, nonceDB.Close)
+	nonces := signing.NewDBNonces(nonceDB, opts.Clock)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return n, err
+	}
+	n.URL = "http://" + ln.Addr().String()
+	if n.Client, err = bankclient.New(bankclient.Config{BaseURL: n.URL, Signer: signer, Logger: log}); err != nil {
+		ln.Close()
+		return n, err
+	}
+	for i := 0; i < cfg.Workers; i++ {
+		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1)}
+		if opts.Orchestrator != nil {
+			opts.Orchestrator(&oc)
+		}
+		o, err := orchestrator.New(oc)
+		if err != nil {
+			ln.Close()
+			return n, err
+		}
+		n.Workers = append(n.Workers, o)
+	}
+	n.Orchestrator = n.Workers[0]
+
+	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: opts.Clock, Logger: log, PollInterval: 5 * time.Millisecond})
+	handlers := map[string]http.Handler{}
+	for _, bc := range cfg.Banks {
+		b, err := n.openBank(ctx, runCtx, bc, opts)
+		if err != nil {
+			ln.Close()
+			return n, fmt.Errorf("bank %s: %w", bc.BankID, err)
+		}
+		n.Banks[bc.BankID] = b
+		handlers[bc.BankID] = b.Adapter.Handler()
+	}
+	jobsCfg, err := scheduler.LoadConfig(path(scheduler.ConfigFileName))
+	if err != nil {
+		ln.Close()
+		return n, err
+	}
+	reg := scheduler.NewRegistry()
+	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		ln.Close()
+		return n, err
+	}
+	led, err := ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock)
+	if err != nil {
+		ln.Close()
+		return n, err
+	}
+	n.closers = append(n.closers, led.Close)
+	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: led, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: log}); err != nil {
+		ln.Close()
+		return n, err
+	}
+	var hmacSecret *signing.Rotating
+	if cfg.HMAC != nil {
+		hmacSecret = cfg.HMAC.rotating()
+		hmacSecret.Logger = log
+	}
+	n.Gateway, err = gateway.New(gateway.Config{
+		Coordinator: n.Orchestrator, DB: n.DB, Participants: n.Orchestrator.Participants(), Banks: handlers,
+		Ingress: &signing.Verifier{Registry: n.Keys, Nonces: nonces, Clock: opts.Clock, OwnerType: signing.OwnerZC, HMAC: hmacSecret},
+		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock},
+		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
+		Jobs:  n.Jobs.Handler(),
+		Clock: opts.Clock, Logger: log,
+	})
+	if err != nil {
+		ln.Close()
+		return n, err
+	}
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	n.stopSrv = stopSrv
+	n.serveWG.Add(1)
+	go func() {
+		defer n.serveWG.Done()
+		n.srvErr = n.Gateway.Serve(srvCtx, ln)
+	}()
+	if !opts.NoWorkers {
+		for _, o := range n.Workers {
+			n.goLoop(func() { o.Run(runCtx, opts.Idle*4) })
+		}
+		for _, b := range n.Banks {
+			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
+		}
+		n.goLoop(func() { sweepNonces(runCtx, nonces) })
+	}
+	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir)
+	return n, nil
+}
+
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options) (*Bank, error) {
+	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
+	b := &Bank{ID: bc.BankID, Config: bc}
+	var err error
+	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: path("core-" + bc.BankID + ".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, b.Core.Close)
+	conn, err := n.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.goLoop(func() {
+		if err := b.Core.Serve(runCtx, conn, coresim.ServeConfig{Poll: 5 * time.Millisecond}); err != nil && runCtx.Err() == nil {
+			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
+		}
+		conn.Close()
+	})
+	if b.Link, err = corelink.Open(ctx, corelink.Config{Bank: bc.BankID, Transport: n.Transport, Timeout: 5 * time.Second,
+		Clock: opts.Clock, Logger: opts.Logger, Online: b.Core.Online}); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, b.Link.Close)
+	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: path("adapter-" + bc.BankID + ".db"),
+		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)},
+		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, b.Adapter.Close)
+	if _, err := b.Adapter.InitializeBank(ctx, bankapi.InitializeBankRequest{RequestIDValue: "init-" + bc.BankID}); err != nil {
+		return nil, err
+	}
+	for _, a := range bc.Accounts {
+		if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
+			return nil, err
+		} else if !bal.Found {
+			if err := b.Core.OpenAccount(ctx, a.CoreAccount, a.Name, a.Balance); err != nil {
+				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
+			}
+		}
+		if _, err := b.Adapter.Shadow(ctx, a.Hash); err == nil {
+			continue
+		}
+		if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name}); err != nil {
+			return nil, fmt.Errorf("account %s: %w", a.Hash, err)
+		}
+	}
+	reg := n.Orchestrator.Participants()
+	if _, err := reg.Get(ctx, bc.BankID); domainerr.Has(err, "PARTICIPANT_NOT_FOUND") {
+		if _, err := reg.Create(ctx, participants.Participant{BankID: bc.BankID, BankName: bc.Name, HLimit: bc.HLimit, IsActive: true}); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// drainLoop moves the adapter's outbox to its core: in-doubt rows are
+// resolved by inquiry first, then pending rows are sent.
+func drainLoop(ctx context.Context, a *adapter.Adapter, idle time.Duration, log *slog.Logger) {
+	for ctx.Err() == nil {
+		r1, err1 := a.Outbox().ResolveInDoubt(ctx)
+		r2, err2 := a.Outbox().Drain(ctx, 256)
+		if err := errors.Join(err1, err2); err != nil && ctx.Err() == nil {
+			log.Error("node.drain_failed", "bank_id", a.BankID(), "error", err)
+		}
+		if r1.Claimed+r2.Claimed > 0 && !r2.Stopped {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(idle):
+		}
+	}
+}
+
+func sweepNonces(ctx context.Context, n *signing.DBNonces) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.Sweep(ctx)
+		}
+	}
+}
+
+// loadSigningKey reads (or creates) the ZC egress key and makes sure its
+// public half is registered in KeyRegistry with owner_type ZC.
+func loadSigningKey(ctx context.Context, path string, reg *signing.Registry, clk clock.Clock) (signing.Ed25519Signer, error) {
+	var priv ed25519.PrivateKey
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		_, priv, err = ed25519.GenerateKey(nil)
+		if err != nil {
+			return signing.Ed25519Signer{}, err
+		}
+		if err := os.WriteFile(path, []byte(hex.EncodeToString(priv.Seed())+"\n"), 0o600); err != nil {
+			return signing.Ed25519Signer{}, err
+		}
+	case err != nil:
+		return signing.Ed25519Signer{}, err
+	default:
+		seed, err := hex.DecodeString(string(trimNL(raw)))
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return signing.Ed25519Signer{}, fmt.Errorf("%s: not a hex Ed25519 seed", path)
+		}
+		priv = ed25519.NewKeyFromSeed(seed)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(pub)
+	keyID := "KEY-ZC-" + hex.EncodeToString(sum[:6])
+	if _, err := reg.Get(ctx, keyID); domainerr.Has(err, "KEY_NOT_FOUND") {
+		if err := reg.Register(ctx, signing.Key{KeyID: keyID, OwnerType: signing.OwnerZC, OwnerRef: "ZC", PublicKey: pub,
+			ValidFrom: clk.Now().Add(-signing.DefaultSkew)}); err != nil {
+			return signing.Ed25519Signer{}, err
+		}
+	} else if err != nil {
+		return signing.Ed25519Signer{}, err
+	}
+	return signing.Ed25519Signer{KeyID: keyID, PrivateKey: priv, Clock: clk}, nil
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Close shuts the node down: the HTTP server drains in-flight requests
+// first, then the workers, drainers and cores stop, then the databases
+// close.
+func (n *Node) Close() error {
+	var err error
+	n.once.Do(func() {
+		if n.stopSrv != nil {
+			n.stopSrv()
+			n.serveWG.Wait()
+			err = n.srvErr
+		}
+		n.cancel()
+		n.wg.Wait()
+		for i := len(n.closers) - 1; i >= 0; i-- {
+			if e := n.closers[i](); e != nil && err == nil {
+				err = e
+			}
+		}
+		n.log.Info("node.stopped")
+	})
+	return err
+}
+
+// The signed HTTP client is what the orchestrator calls banks through.
+var _ orchestrator.Banks = (*bankclient.Client)(nil)

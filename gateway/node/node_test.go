@@ -1,0 +1,313 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+)
+
+func scratch(t testing.TB) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "node-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+func start(t testing.TB) *Node {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	n, err := Start(context.Background(), Options{DataDir: scratch(t), Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return n
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) field(k string) string {
+	var m map[string]any
+	json.Unmarshal(a.body, &m)
+	s, _ := m[k].(string)
+	return s
+}
+
+func (n *Node) do(t testing.TB, method, path, key string, hdr map[string]string, body string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(method, n.URL+path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, b}
+}
+
+func transferBody(key string, amount int64, payer, payee string) string {
+	return fmt.Sprintf(`{"lane":"EXPRESS","amount":{"value":%d,"currency":"JPY"},"payer":{"bank_id":"001","account_hash":"%s"},`+
+		`"payee":{"bank_id":"002","account_hash":"%s"},"purpose":"P2P","participant_ref":"ref-%s","schema_version":"1.1","idempotency_key":"%s"}`,
+		amount, payer, payee, key, key)
+}
+
+func (n *Node) waitState(t testing.TB, txid string, want string, within time.Duration) answer {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var a answer
+	for time.Now().Before(deadline) {
+		a = n.do(t, "GET", "/api/transactions/"+txid, n.Config.KeyFor("001"), map[string]string{"X-Purpose-Code": "P01"}, "")
+		if a.field("state") == want {
+			return a
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s did not reach %s: %s", txid, want, a.body)
+	return a
+}
+
+func (n *Node) coreBalance(t testing.TB, bank, acct string) int64 {
+	t.Helper()
+	b, err := n.Banks[bank].Core.Balance(context.Background(), acct)
+	if err != nil || !b.Found {
+		t.Fatalf("core balance %s/%s: %v", bank, acct, err)
+	}
+	return b.Balance
+}
+
+// waitBalances polls the cores until the expected balances are reached
+// (the outboxes drain asynchronously after SETTLED).
+func (n *Node) waitBalances(t testing.TB, want map[[2]string]int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for k, v := range want {
+			if n.coreBalance(t, k[0], k[1]) != v {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			for k, v := range want {
+				t.Errorf("core %s/%s = %d, want %d", k[0], k[1], n.coreBalance(t, k[0], k[1]), v)
+			}
+			t.FailNow()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An EXPRESS transfer posted over HTTP settles through the orchestrator,
+// the signed bank ingress and the simulated cores: payer -amount, payee
+// +amount; its replay returns the same answer and leaves one row; its
+// hash chain verifies.
+func TestTransferSettlesOverHTTP(t *testing.T) {
+	n := start(t)
+	payerCore, payeeCore := n.Config.Banks[0].Accounts[0].CoreAccount, n.Config.Banks[1].Accounts[0].CoreAccount
+	p0, q0 := n.coreBalance(t, "001", payerCore), n.coreBalance(t, "002", payeeCore)
+	body := transferBody("e2e-1", 1200, "h:001-0001", "h:002-0001")
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, body)
+	if a.status != 201 || a.field("txid") == "" {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	txid := a.field("txid")
+	q := n.waitState(t, txid, "SETTLED", 20*time.Second)
+	var qr map[string]any
+	json.Unmarshal(q.body, &qr)
+	if qr["freshness_level"] != "GREEN" || qr["watermark"].(float64) <= 0 || qr["execution"].(map[string]any)["a"] != "OK" ||
+		qr["execution"].(map[string]any)["payer_bank_proof_ref"].(map[string]any)["proof_type"] != "PAYER_EXEC_PROOF" {
+		t.Errorf("query response %s", q.body)
+	}
+	n.waitBalances(t, map[[2]string]int64{{"001", payerCore}: p0 - 1200, {"002", payeeCore}: q0 + 1200})
+	again := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, body)
+	if again.status != 200 || !bytes.Equal(again.body, a.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %d %s (first %s)", again.status, again.body, a.body)
+	}
+	var rows int
+	n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM Transactions`).Scan(&rows)
+	})
+	if rows != 1 {
+		t.Errorf("%d Transactions rows after a replay, want 1", rows)
+	}
+	v := n.do(t, "GET", "/api/transactions/"+txid+"/verify", n.Config.KeyFor("002"), map[string]string{"X-Purpose-Code": "P01"}, "")
+	var vr map[string]any
+	json.Unmarshal(v.body, &vr)
+	if v.status != 200 || vr["intact"] != true || vr["entries"].(float64) < 2 {
+		t.Errorf("verify: %d %s", v.status, v.body)
+	}
+	rep, _ := finality.VerifyChain(context.Background(), n.DB, txid)
+	if int(vr["entries"].(float64)) != rep.Entries {
+		t.Errorf("verify entries %v, chain has %d", vr["entries"], rep.Entries)
+	}
+}
+
+// Read-only modes refuse new transfers with their codes while queries and
+// metrics keep working.
+func TestReadOnlyModesRefuseTransfersKeepQueries(t *testing.T) {
+	n := start(t)
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("ro-0", 500, "h:001-0002", "h:002-0002"))
+	if a.status != 201 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	txid := a.field("txid")
+	n.waitState(t, txid, "SETTLED", 20*time.Second)
+	ctl := sysmode.NewController(n.DB, finality.New(n.clk), n.clk, nil)
+	ctx := context.Background()
+	check := func(mode, code string, i int) {
+		t.Helper()
+		r := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody(fmt.Sprintf("ro-%d", i), 500, "h:001-0002", "h:002-0002"))
+		if r.status != 502 || r.field("reason_code") != code || r.header.Get("Retry-After") == "" {
+			t.Errorf("%s: POST %d %s", mode, r.status, r.body)
+		}
+		if q := n.do(t, "GET", "/api/transactions/"+txid, n.Config.KeyFor("002"), map[string]string{"X-Purpose-Code": "P01"}, ""); q.status != 200 || q.field("state") != "SETTLED" {
+			t.Errorf("%s: GET %d %s", mode, q.status, q.body)
+		}
+		if m := n.do(t, "GET", "/internal/metrics", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret}, ""); m.status != 200 {
+			t.Errorf("%s: metrics %d", mode, m.status)
+		}
+	}
+	if _, _, err := ctl.ActivateBCP(ctx, "ops", "vendor outage drill"); err != nil {
+		t.Fatal(err)
+	}
+	check("BCP_READONLY", "SYSTEM_BCP_READ_ONLY", 1)
+	if _, _, err := ctl.ReconcileQuorum(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	check("QUORUM_LOSS_READONLY (with BCP)", "SYSTEM_QUORUM_LOSS_READ_ONLY", 2)
+	if _, _, err := ctl.DeactivateBCP(ctx, "ops", "drill over"); err != nil {
+		t.Fatal(err)
+	}
+	check("QUORUM_LOSS_READONLY", "SYSTEM_QUORUM_LOSS_READ_ONLY", 3)
+	if _, _, err := ctl.ReconcileQuorum(ctx, 3, 3); err != nil {
+		t.Fatal(err)
+	}
+	if r := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("ro-4", 500, "h:001-0002", "h:002-0002")); r.status != 201 {
+		t.Errorf("after recovery: %d %s", r.status, r.body)
+	}
+}
+
+// /internal/cron/{job} runs a registered job through the jobs runner, only
+// with the cron secret.
+func TestInternalCronTriggersJobs(t *testing.T) {
+	n := start(t)
+	if a := n.do(t, "POST", "/internal/cron/jobs-ledger-prune", "", nil, ""); a.status != 403 {
+		t.Errorf("without secret: %d %s", a.status, a.body)
+	}
+	a := n.do(t, "POST", "/internal/cron/jobs-ledger-prune", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret}, "")
+	if a.status != 200 || !strings.Contains(string(a.body), "COMPLETED") {
+		t.Errorf("with secret: %d %s", a.status, a.body)
+	}
+	if a := n.do(t, "POST", "/internal/cron/timeout-sweep", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret}, ""); a.status != 200 {
+		t.Errorf("timeout sweep: %d %s", a.status, a.body)
+	}
+	if a := n.do(t, "POST", "/internal/cron/no-such-job", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret}, ""); a.status != 404 {
+		t.Errorf("unknown job: %d %s", a.status, a.body)
+	}
+}
+
+// Two lanes at once, both directions, over HTTP: every transfer settles,
+// every account moves by exactly its net amount, and the money in the
+// system is conserved.
+func TestTwoLanesConcurrentlyConserveMoney(t *testing.T) {
+	n := start(t)
+	type tr struct {
+		lane, from, to string
+		amount         int64
+	}
+	var trs []tr
+	for i := 0; i < 12; i++ {
+		lane := []string{"EXPRESS", "STANDARD"}[i%2]
+		a, b := "001", "002"
+		if i%3 == 0 {
+			a, b = b, a
+		}
+		trs = append(trs, tr{lane, fmt.Sprintf("h:%s-%04d", a, i%3+1), fmt.Sprintf("h:%s-%04d", b, (i+1)%3+1), int64(100 + i)})
+	}
+	core := map[string]string{}
+	before := map[string]int64{}
+	var total0 int64
+	for _, bc := range n.Config.Banks {
+		for _, a := range bc.Accounts {
+			core[a.Hash] = bc.BankID + "|" + a.CoreAccount
+			before[a.Hash] = n.coreBalance(t, bc.BankID, a.CoreAccount)
+			total0 += before[a.Hash]
+		}
+	}
+	want := map[[2]string]int64{}
+	for h, v := range before {
+		bank, acct, _ := strings.Cut(core[h], "|")
+		want[[2]string{bank, acct}] = v
+	}
+	txids := make([]string, len(trs))
+	errs := make(chan error, len(trs))
+	for i, x := range trs {
+		fromBank, toBank := x.from[2:5], x.to[2:5]
+		fb, fa, _ := strings.Cut(core[x.from], "|")
+		tb, ta, _ := strings.Cut(core[x.to], "|")
+		want[[2]string{fb, fa}] -= x.amount
+		want[[2]string{tb, ta}] += x.amount
+		go func() {
+			body := fmt.Sprintf(`{"lane":"%s","amount":{"value":%d,"currency":"JPY"},"payer":{"bank_id":"%s","account_hash":"%s"},`+
+				`"payee":{"bank_id":"%s","account_hash":"%s"},"purpose":"P2P","participant_ref":"lanes-%d","schema_version":"1.0","idempotency_key":"lanes-%d"}`,
+				x.lane, x.amount, fromBank, x.from, toBank, x.to, i, i)
+			a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor(fromBank), nil, body)
+			if a.status != 201 {
+				errs <- fmt.Errorf("%s %d: %d %s", x.lane, i, a.status, a.body)
+				return
+			}
+			txids[i] = a.field("txid")
+			errs <- nil
+		}()
+	}
+	for range trs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range txids {
+		n.waitState(t, id, "SETTLED", 30*time.Second)
+	}
+	n.waitBalances(t, want)
+	var total1 int64
+	for _, bc := range n.Config.Banks {
+		for _, a := range bc.Accounts {
+			total1 += n.coreBalance(t, bc.BankID, a.CoreAccount)
+		}
+	}
+	if total1 != total0 {
+		t.Fatalf("money not conserved: %d -> %d", total0, total1)
+	}
+}

@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/zclog"
+)
+
+// Coordinator is what the gateway needs of the orchestrator
+// (*orchestrator.Orchestrator implements it).
+type Coordinator interface {
+	Submit(ctx context.Context, req orchestrator.PaymentInitiated, idempotencyKey, issuerBankID string) (orchestrator.SubmitResult, error)
+	Query(ctx context.Context, txid string) (orchestrator.View, error)
+	TimeoutSweep(ctx context.Context) (orchestrator.SweepResult, error)
+}
+
+// DefaultFreshnessRed is PR-FRESHNESS-RED's default (spec 001 §13.6).
+const DefaultFreshnessRed = 60 * time.Second
+
+// Config wires a Server.
+type Config struct {
+	// Coordinator accepts and reads transfers. Required.
+	Coordinator Coordinator
+	// DB is the coordinator database: FinalityLog (events, verify),
+	// Transactions listing, AccessAuditLog, metrics. Required.
+	DB *store.DB
+	// Participants administers Participants rows (operator routes).
+	Participants *participants.Registry
+	// Banks maps a bank_id to the adapter handler serving
+	// /bank/{bank_id}/zc-ingress/{command}.
+	Banks map[string]http.Handler
+	// Ingress verifies ZC egress signatures in front of Banks (OwnerType
+	// should be signing.OwnerZC). Required when Banks is set: an unsigned
+	// ingress is never served.
+	Ingress *signing.Verifier
+	// Queries verifies participant query signatures (its Registry also
+	// tells whether a participant must sign).
+	Queries *signing.Verifier
+	// APIKeys authenticates /api callers.
+	APIKeys *signing.APIKeys
+	// CronSecret guards /internal/* (and is an operator credential on
+	// /api queries). Empty refuses every /internal request (fail-closed).
+	CronSecret string
+	// Jobs serves POST /internal/cron/{job} (jobs/scheduler Runner.Handler).
+	Jobs http.Handler
+	// AllowUnauthenticatedUI lets same-origin requests without credentials
+	// through /api (ZC_ALLOW_UNAUTHENTICATED_UI, spec 002 §12.6.5): off by
+	// default, and every such request is logged as a warning.
+	AllowUnauthenticatedUI bool
+	// FreshnessRed is PR-FRESHNESS-RED (default 60s).
+	FreshnessRed time.Duration
+	// Audit records access decisions (nil: AccessAuditLog in DB).
+	Audit AuditWriter
+	// FinalityLog records DataAccessViolationDetected (a participant
+	// signature that fails against a registered key) on the GLOBAL chain
+	// (nil: finality.New(Clock)); pass the log carrying the outbox hook.
+	FinalityLog *finality.Log
+	Clock       clock.Clock
+	Logger      *slog.Logger
+	// ShutdownTimeout bounds the drain of in-flight requests (default 30s).
+	ShutdownTimeout time.Duration
+}
+
+// Server is the gateway.
+type Server struct {
+	cfg     Config
+	clk     clock.Clock
+	log     *slog.Logger
+	audit   AuditWriter
+	metrics *metrics
+	handler http.Handler
+}
+
+// New builds a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Coordinator == nil || cfg.DB == nil {
+		return nil, errors.New("gateway: Config.Coordinator and Config.DB are required")
+	}
+	if len(cfg.Banks) > 0 && cfg.Ingress == nil {
+		return nil, errors.New("gateway: Config.Ingress is required to serve bank ingress")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.FreshnessRed <= 0 {
+		cfg.FreshnessRed = DefaultFreshnessRed
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.APIKeys == nil {
+		cfg.APIKeys = &signing.APIKeys{}
+	}
+	s := &Server{cfg: cfg, clk: cfg.Clock, log: zclog.OrDiscard(cfg.Logger).With("component", "gateway"), metrics: newMetrics()}
+	if cfg.FinalityLog == nil {
+		s.cfg.FinalityLog = finality.New(cfg.Clock)
+	}
+	s.audit = cfg.Audit
+	if s.audit == nil {
+		s.audit = DBAudit{DB: cfg.DB}
+	}
+	s.handler = s.edge(s.routes())
+	return s, nil
+}
+
+// Handler is the gateway's http.Handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	// /api
+	mux.HandleFunc("POST /api/transfers", s.perimeter(s.postTransfer))
+	mux.HandleFunc("GET /api/transactions", s.perimeter(s.query(listRoute, s.listTransactions)))
+	mux.HandleFunc("GET /api/transactions/{txid}", s.perimeter(s.query(txRoute, s.getTransaction)))
+	mux.HandleFunc("GET /api/transactions/{txid}/events", s.perimeter(s.query(txRoute, s.getEvents)))
+	mux.HandleFunc("GET /api/transactions/{txid}/verify", s.perimeter(s.query(txRoute, s.verifyChain)))
+	mux.HandleFunc("GET /api/banks", s.perimeter(s.listBanks))
+	mux.HandleFunc("GET /api/participants", s.perimeter(s.query(listRoute, s.listParticipants)))
+	mux.HandleFunc("GET /api/participants/{bank_id}", s.perimeter(s.query(operatorRoute, s.getParticipant)))
+	mux.HandleFunc("POST /api/participants", s.perimeter(s.operatorOnly(s.createParticipant)))
+	mux.HandleFunc("PUT /api/participants/{bank_id}", s.perimeter(s.operatorOnly(s.updateParticipant)))
+	mux.HandleFunc("/api/", s.perimeter(s.notFound))
+	// bank ingress
+	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
+	// internal
+	mux.HandleFunc("GET /internal/metrics", s.cron(s.serveMetrics))
+	mux.HandleFunc("POST /internal/cron/timeout-sweep", s.cron(s.timeoutSweep))
+	mux.HandleFunc("POST /internal/cron/{job}", s.cron(s.jobs))
+	mux.HandleFunc("/internal/", s.cron(s.notFound))
+	mux.HandleFunc("/", s.notFound)
+	return mux
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, errNotFoundRoute(r))
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it
+// stops accepting connections and waits (up to ShutdownTimeout) for
+// in-flight requests to finish. It returns nil after a clean drain.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("gateway.started", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("gateway.shutting_down")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = e
+	}
+	s.log.Info("gateway.stopped", "error", errString(err))
+	return err
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
