@@ -54,6 +54,9 @@ type Config struct {
 	CronSecret string
 	// Jobs serves POST /internal/cron/{job} (jobs/scheduler Runner.Handler).
 	Jobs http.Handler
+	// DNS serves POST /internal/dns/{kick,settle,intraday-cutoff,resume}
+	// and GET /internal/boj-positions (jobs/dns Service.Handler).
+	DNS http.Handler
 	// AllowUnauthenticatedUI lets same-origin requests without credentials
 	// through /api (ZC_ALLOW_UNAUTHENTICATED_UI, spec 002 §12.6.5): off by
 	// default, and every such request is logged as a warning.
@@ -137,6 +140,10 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /internal/metrics", s.cron(s.serveMetrics))
 	mux.HandleFunc("POST /internal/cron/timeout-sweep", s.cron(s.timeoutSweep))
 	mux.HandleFunc("POST /internal/cron/{job}", s.cron(s.jobs))
+	if s.cfg.DNS != nil {
+		mux.Handle("POST /internal/dns/{action}", s.cron(s.cfg.DNS.ServeHTTP))
+		mux.Handle("GET /internal/boj-positions", s.cron(s.cfg.DNS.ServeHTTP))
+	}
 	mux.HandleFunc("/internal/", s.cron(s.notFound))
 	mux.HandleFunc("/", s.notFound)
 	return mux

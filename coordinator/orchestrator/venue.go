@@ -63,6 +63,28 @@ func (o *Orchestrator) SetPosition(ctx context.Context, bankID, venue, currency 
 	})
 }
 
+// OpenPosition opens a bank's account at a venue with an opening balance,
+// once: an account that exists keeps its balance (a restart must never
+// reset what settlement has moved). It reports whether it opened one.
+func (o *Orchestrator) OpenPosition(ctx context.Context, bankID, venue, currency string, opening int64) (opened bool, err error) {
+	if venue != VenueZC && venue != VenueBOJ {
+		return false, domainerr.New("INVALID_REQUEST", "venue must be ZC or BOJ", map[string]any{"venue": venue})
+	}
+	if currency == "" {
+		currency = "JPY"
+	}
+	now := clock.Stamp(o.clk.Now())
+	err = o.db.Write(ctx, func(tx *store.Tx) error {
+		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
+			return err
+		}
+		opened, err = store.Applied(tx.ExecContext(ctx, `INSERT INTO SettlementPositions (bank_id, venue, currency, balance, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (bank_id, venue, currency) DO NOTHING`, bankID, venue, currency, opening, now))
+		return wrapDB("open position", err)
+	})
+	return opened, err
+}
+
 // Positions lists every settlement position, by bank, venue and currency.
 func (o *Orchestrator) Positions(ctx context.Context) (out []Position, err error) {
 	err = o.db.Read(ctx, func(tx *store.Tx) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,6 +52,19 @@ type BankConfig struct {
 	HLimit   int64     `json:"h_limit"`
 	RealTime bool      `json:"real_time"`
 	Accounts []Account `json:"accounts"`
+	// BOJOpening is the opening balance of the bank's simulated BOJ
+	// current account, set once when the account is first opened
+	// (default bankapi.DefaultBOJPrefund). DNS settlement and HIGH_VALUE
+	// move it afterwards.
+	BOJOpening *int64 `json:"boj_opening_balance,omitempty"`
+}
+
+// bojOpening is BOJOpening or its default.
+func (b BankConfig) bojOpening() int64 {
+	if b.BOJOpening != nil {
+		return *b.BOJOpening
+	}
+	return bankapi.DefaultBOJPrefund
 }
 
 // Config is DATA/node.json.

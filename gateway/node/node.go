@@ -7,6 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+	"github.com/zcgw/zcgw/jobs"
+	"github.com/zcgw/zcgw/jobs/batchwindow"
+	"github.com/zcgw/zcgw/jobs/dns"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -31,6 +36,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/gateway"
+	"github.com/zcgw/zcgw/gateway/filedrop"
 	"github.com/zcgw/zcgw/jobs/ledger"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 )
@@ -55,6 +61,11 @@ type Options struct {
 	// NoWorkers starts no orchestrator workers and no outbox drainers
 	// (tests that drive them by hand).
 	NoWorkers bool
+	// WatchFiles starts the file-drop watcher over every bank's folders
+	// (DATA/banks/<id>/inbound …), polling every WatchEvery (default 1s).
+	// `zcgw serve` turns it on; tests and the demo drive Node.Files by hand.
+	WatchFiles bool
+	WatchEvery time.Duration
 }
 
 // Bank is one bank of the node: its adapter in front of its simulated core.
@@ -82,6 +93,15 @@ type Node struct {
 	// Jobs is the batch-job runner behind POST /internal/cron/{job} (only
 	// the built-in jobs are registered here; job bodies belong to jobs/).
 	Jobs *scheduler.Runner
+	// FinalityLog is the one log every coordinator writer appends to.
+	FinalityLog *finality.Log
+	// DNS runs the deferred net settlement cycles; Windows the BULK and
+	// DEFERRED windows with LSM (their job bodies are in Jobs).
+	DNS     *dns.Service
+	Windows *batchwindow.Window
+	// Files takes Zengin files dropped in every bank's inbound folder and
+	// writes their result files (gateway/filedrop).
+	Files *filedrop.Processor
 
 	log     *slog.Logger
 	clk     clock.Clock
@@ -187,8 +207,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		ln.Close()
 		return n, err
 	}
+	// One FinalityLog for every writer of the coordinator database, so a
+	// hook installed on it (the event outbox) sees every append.
+	n.FinalityLog = finality.New(opts.Clock)
 	for i := 0; i < cfg.Workers; i++ {
-		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1)}
+		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1),
+			FinalityLog: n.FinalityLog}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}
@@ -200,6 +224,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.Workers = append(n.Workers, o)
 	}
 	n.Orchestrator = n.Workers[0]
+	for _, bc := range cfg.Banks {
+		if _, err := n.Orchestrator.OpenPosition(ctx, bc.BankID, orchestrator.VenueBOJ, "JPY", bc.bojOpening()); err != nil {
+			ln.Close()
+			return n, fmt.Errorf("bank %s: open BOJ account: %w", bc.BankID, err)
+		}
+	}
 
 	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: opts.Clock, Logger: log, PollInterval: 5 * time.Millisecond})
 	handlers := map[string]http.Handler{}
@@ -219,6 +249,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}
 	reg := scheduler.NewRegistry()
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		ln.Close()
+		return n, err
+	}
+	n.DNS, n.Windows, err = jobs.RegisterDNSAndWindows(ctx, reg, jobs.DNSAndWindowDeps{DB: n.DB, FinalityLog: n.FinalityLog,
+		Gate: sysmode.Gate{}, Clock: opts.Clock, Logger: log, Acceptor: n.Orchestrator})
+	if err != nil {
 		ln.Close()
 		return n, err
 	}
@@ -243,9 +279,19 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock},
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
+		DNS:   n.DNS.Handler(),
 		Clock: opts.Clock, Logger: log,
 	})
 	if err != nil {
+		ln.Close()
+		return n, err
+	}
+	fileBanks := make([]filedrop.Bank, 0, len(cfg.Banks))
+	for _, bc := range cfg.Banks {
+		fileBanks = append(fileBanks, filedrop.Bank{ID: bc.BankID})
+	}
+	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
+		Root: opts.DataDir, Banks: fileBanks, Clock: opts.Clock, Logger: log}); err != nil {
 		ln.Close()
 		return n, err
 	}
@@ -264,6 +310,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
 		}
 		n.goLoop(func() { sweepNonces(runCtx, nonces) })
+	}
+	if opts.WatchFiles {
+		w := filedrop.NewWatcher(n.Files, opts.WatchEvery)
+		n.goLoop(func() {
+			if err := w.Run(runCtx); err != nil && runCtx.Err() == nil {
+				n.log.Error("node.filedrop_stopped", "error", err)
+			}
+		})
 	}
 	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir)
 	return n, nil

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
@@ -309,5 +311,152 @@ func TestTwoLanesConcurrentlyConserveMoney(t *testing.T) {
 	}
 	if total1 != total0 {
 		t.Fatalf("money not conserved: %d -> %d", total0, total1)
+	}
+}
+
+// TestServeWatchesBankFolders: with WatchFiles on, a corrupt Zengin file
+// dropped (with its done-marker) in a bank's inbound folder is taken by the
+// node itself, moved to error/ with its report, and nothing is applied.
+func TestServeWatchesBankFolders(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	dir := scratch(t)
+	n, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg, WatchFiles: true, WatchEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	bank := cfg.Banks[0].BankID
+	in := filepath.Join(dir, "banks", bank, "inbound")
+	bad := []byte("1210000000001TRUNCATED\r\n")
+	if err := os.WriteFile(filepath.Join(in, "pay.txt"), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "pay.txt.done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var report []byte
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(dir, "banks", bank, "error", "*.errors.txt"))
+		if len(matches) == 1 {
+			report, _ = os.ReadFile(matches[0])
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(report), "record 1") {
+		t.Fatalf("no error report for the dropped file; report %q", report)
+	}
+	if _, err := os.Stat(filepath.Join(in, "pay.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the file is still in inbound: %v", err)
+	}
+	var txs int
+	if err := n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM Transactions").Scan(&txs)
+	}); err != nil || txs != 0 {
+		t.Fatalf("transactions after a rejected file: %d %v", txs, err)
+	}
+}
+
+// TestDNSJobsRunThroughTheNode: after a transfer settles over HTTP, the
+// node's own dns-kick and dns-settle jobs (triggered on /internal/cron)
+// net it into a cycle whose positions sum to zero, settle it, and the BOJ
+// positions are visible on /internal/boj-positions behind the cron secret.
+func TestDNSJobsRunThroughTheNode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	dir := scratch(t)
+	n, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			n.Close()
+		}
+	}()
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("dns-1", 1500, "h:001-0001", "h:002-0001"))
+	if a.status != 201 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	n.waitState(t, a.field("txid"), "SETTLED", 20*time.Second)
+	secret := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
+	for _, job := range []string{"dns-kick", "dns-settle"} {
+		var r answer
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			r = n.do(t, "POST", "/internal/cron/"+job, "", secret, "")
+			if r.status == 200 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if r.status != 200 || !strings.Contains(string(r.body), "COMPLETED") {
+			t.Fatalf("%s: %d %s", job, r.status, r.body)
+		}
+	}
+	net := map[string]int64{}
+	var settled int
+	err = n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(context.Background(), "SELECT bank_id, net_position, is_settled FROM DnsNetPositions")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var bank string
+			var pos int64
+			var s int
+			if err := rows.Scan(&bank, &pos, &s); err != nil {
+				return err
+			}
+			net[bank] += pos
+			settled += s
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if net["001"] != -1500 || net["002"] != 1500 || settled != 2 {
+		t.Fatalf("net positions %v (settled rows %d), want 001 -1500, 002 +1500, both settled", net, settled)
+	}
+	if r := n.do(t, "GET", "/internal/boj-positions", "", nil, ""); r.status != 403 {
+		t.Errorf("boj-positions without the cron secret: %d", r.status)
+	}
+	if r := n.do(t, "GET", "/internal/boj-positions", "", secret, ""); r.status != 200 || !strings.Contains(string(r.body), `"positions"`) {
+		t.Errorf("boj-positions: %d %s", r.status, r.body)
+	}
+	boj := func(n *Node) map[string]int64 {
+		ps, err := n.Orchestrator.Positions(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, p := range ps {
+			if p.Venue == "BOJ" {
+				out[p.BankID] = p.Balance
+			}
+		}
+		return out
+	}
+	want := map[string]int64{"001": bankapi.DefaultBOJPrefund - 1500, "002": bankapi.DefaultBOJPrefund + 1500}
+	if got := boj(n); got["001"] != want["001"] || got["002"] != want["002"] {
+		t.Fatalf("BOJ accounts after settle %v, want %v", got, want)
+	}
+	// A restart opens no account again: settled money stays where it is.
+	closed = true
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	if got := boj(n2); got["001"] != want["001"] || got["002"] != want["002"] {
+		t.Fatalf("BOJ accounts after restart %v, want %v", got, want)
 	}
 }
