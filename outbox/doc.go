@@ -22,4 +22,8 @@
 // The package must not reach a core except through the Core it is given,
 // must not open Cases except through the CaseOpener it is given, and must
 // not import gateway, jobs, adapter or formats.
+//
+// Subpackage outbox/events is a different outbox: the event outbox that
+// queues every FinalityLog entry for the Kafka fan-out (docs/events.md); it
+// shares no table or code with this posting outbox.
 package outbox

@@ -78,6 +78,19 @@ type Config struct {
 	AllowUnauthenticatedUI bool         `json:"allow_unauthenticated_ui"`
 	Workers                int          `json:"workers"`
 	Banks                  []BankConfig `json:"banks"`
+	// Kafka, when it names brokers, starts the event publisher that drains
+	// the event outbox to Kafka. Without it every FinalityLog event stays in
+	// the event outbox (`zcgw events tail` follows it).
+	Kafka *KafkaConfig `json:"kafka,omitempty"`
+}
+
+// KafkaConfig is where the event fan-out publishes.
+type KafkaConfig struct {
+	Brokers []string `json:"brokers"`
+	// DefaultTopic receives every event type no family matches.
+	DefaultTopic string `json:"default_topic,omitempty"`
+	// Topics maps an event-type prefix ("Dns", "Htlc", …) to its topic.
+	Topics map[string]string `json:"topics,omitempty"`
 }
 
 func randomSecret() string {

@@ -12,6 +12,8 @@ import (
 	"github.com/zcgw/zcgw/jobs"
 	"github.com/zcgw/zcgw/jobs/batchwindow"
 	"github.com/zcgw/zcgw/jobs/dns"
+	"github.com/zcgw/zcgw/outbox/events"
+	"github.com/zcgw/zcgw/outbox/events/kafkapub"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -210,9 +212,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// One FinalityLog for every writer of the coordinator database, so a
 	// hook installed on it (the event outbox) sees every append.
 	n.FinalityLog = finality.New(opts.Clock)
+	events.Install(n.FinalityLog, events.Producer{})
 	for i := 0; i < cfg.Workers; i++ {
 		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1),
-			FinalityLog: n.FinalityLog}
+			FinalityLog: n.FinalityLog, GroupCommit: true}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}
@@ -310,6 +313,19 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
 		}
 		n.goLoop(func() { sweepNonces(runCtx, nonces) })
+	}
+	if k := cfg.Kafka; k != nil && len(k.Brokers) > 0 {
+		pub, err := kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
+			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, Clock: opts.Clock, Logger: log})
+		if err != nil {
+			return n, fmt.Errorf("kafka publisher: %w", err)
+		}
+		n.closers = append(n.closers, pub.Close)
+		n.goLoop(func() {
+			if err := pub.Run(runCtx); err != nil && runCtx.Err() == nil {
+				n.log.Error("node.publisher_stopped", "error", err)
+			}
+		})
 	}
 	if opts.WatchFiles {
 		w := filedrop.NewWatcher(n.Files, opts.WatchEvery)

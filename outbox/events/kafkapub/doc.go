@@ -1,0 +1,21 @@
+// Package kafkapub drains the event outbox (outbox/events) to Kafka with
+// github.com/segmentio/kafka-go (issue 7).
+//
+// Each row becomes one record: key = chain id (COALESCE(txid, gtid,
+// 'GLOBAL')), so one transfer's, GTID's or the GLOBAL chain's events land
+// on one partition in order; headers = event_seq, event_type and the spec
+// 002 §12.2 header fields; value = the JSON event. The topic is chosen by
+// event family (Topics: event-type prefix -> topic, with a default).
+//
+// Delivery is at least once: a row is marked sent only after the broker
+// acknowledged it (RequiredAcks all). A failed write leaves its rows unsent
+// and the publisher backs off (exponential, driven by its Clock, so a test
+// advances a Manual clock instead of sleeping) and resumes from the oldest
+// unsent row. kafka-go's Writer cannot produce idempotently or
+// transactionally (it always sends producer id -1), so a retry after a lost
+// acknowledgement duplicates records; exactly-once processing comes from the
+// consumer's (chain, event_seq) dedup in outbox/events/consume.
+//
+// It must not import gateway, jobs, adapter or formats, and it never writes
+// anything but EventOutbox's sent columns (through events.Outbox.MarkSent).
+package kafkapub

@@ -1,0 +1,335 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// Row is one EventOutbox row.
+type Row struct {
+	OutboxSeq   int64  // the entry's FinalityLog event_seq
+	LogID       string // = message_id
+	ChainID     string // the Kafka key
+	EventSeq    int64  // per-chain I/F event_seq (spec 002 §12.5)
+	EventType   string
+	MessageJSON string // the Kafka value
+	Headers     string // the Kafka headers (EncodeHeaders)
+	CreatedAt   string
+	SentAt      string // "" while unsent
+	SentTopic   string
+}
+
+// Message decodes the row's message.
+func (r Row) Message() (Message, error) {
+	var m Message
+	if err := json.Unmarshal([]byte(r.MessageJSON), &m); err != nil {
+		return Message{}, fmt.Errorf("events: outbox row %d: message_json: %w", r.OutboxSeq, err)
+	}
+	return m, nil
+}
+
+// Install makes every append of l also insert its EventOutbox row in the
+// same transaction, with p as the §12.2 producer (DefaultProducer when
+// empty). A hook l already had runs first; an error from either rolls the
+// whole transaction back, entry included.
+func Install(l *finality.Log, p Producer) {
+	if p == (Producer{}) {
+		p = DefaultProducer
+	}
+	prev := l.AfterAppend
+	l.AfterAppend = func(ctx context.Context, tx *store.Tx, e finality.Entry) error {
+		if prev != nil {
+			if err := prev(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		_, err := Insert(ctx, tx, e, p)
+		return err
+	}
+}
+
+// Insert writes e's outbox row inside tx, allocating the chain's next
+// event_seq, and returns it. Install calls it; call it directly only for
+// an entry appended by a Log without the hook (never twice for one entry:
+// outbox_seq is the entry's event_seq and the second insert fails).
+func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer) (Row, error) {
+	chain := e.ChainID()
+	var last int64
+	var prevID string
+	err := tx.QueryRowContext(ctx, `SELECT event_seq, log_id FROM EventOutbox WHERE chain_id = ? ORDER BY event_seq DESC LIMIT 1`, chain).Scan(&last, &prevID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Row{}, fmt.Errorf("events: read tip of chain %s: %w", chain, err)
+	}
+	m := NewMessage(e, last+1, prevID, p)
+	b, err := m.encode()
+	if err != nil {
+		return Row{}, fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, chain, err)
+	}
+	r := Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: chain, EventSeq: m.EventSeq, EventType: string(e.EventType),
+		MessageJSON: string(b), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO EventOutbox (outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt); err != nil {
+		return Row{}, fmt.Errorf("events: insert outbox row for %s (chain %s, event_seq %d): %w", e.LogID, chain, r.EventSeq, err)
+	}
+	return r, nil
+}
+
+// NewMessage builds the event message of entry e as event seq of its chain;
+// prevMessageID is the chain's previous event (its causation), "" for the
+// first.
+func NewMessage(e finality.Entry, seq int64, prevMessageID string, p Producer) Message {
+	agg := Aggregate(e.TxID, e.GTID)
+	payload := json.RawMessage(e.PayloadJSON)
+	if len(payload) == 0 {
+		payload = json.RawMessage("{}")
+	}
+	return Message{
+		SchemaVersion:  SchemaVersion,
+		MessageType:    MessageType,
+		Name:           string(e.EventType),
+		MessageID:      e.LogID,
+		OccurredAt:     e.OccurredAt,
+		IdempotencyKey: agg + ":" + string(e.EventType) + ":" + p.OrgID + ":" + strconv.FormatInt(seq, 10),
+		EventSeq:       seq,
+		CorrelationID:  CorrelationID(e.ChainID()),
+		CausationID:    prevMessageID,
+		Producer:       p,
+		ChainID:        e.ChainID(),
+		Aggregate:      agg,
+		Body: Body{TxID: e.TxID, GTID: e.GTID, StateFrom: e.StateFrom, StateTo: e.StateTo, Payload: payload,
+			FinalitySeq: e.EventSeq, LogID: e.LogID, PrevHash: e.PrevHash, EntryHash: e.EntryHash},
+	}
+}
+
+// encode is the message's JSON without HTML escaping, so body.payload keeps
+// the entry's payload_json bytes (encoding/json compacts it; Append stores
+// compact JSON for every payload it marshals itself).
+func (m Message) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Aggregate is the §12.5 aggregate of a chain: TX:{txid}, GT:{gtid} or
+// GLOBAL.
+func Aggregate(txid, gtid string) string {
+	switch {
+	case txid != "":
+		return "TX:" + txid
+	case gtid != "":
+		return "GT:" + gtid
+	default:
+		return finality.GlobalChain
+	}
+}
+
+// CorrelationID is the correlation_id of every event of a chain: a UUID
+// (version 8, name-based on SHA-256) derived from the chain id, so one
+// transfer's or GTID's events share it without any stored state.
+func CorrelationID(chainID string) string {
+	sum := sha256.Sum256([]byte("zcgw/correlation/" + chainID))
+	b := sum[:16]
+	b[6] = b[6]&0x0f | 0x80
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Outbox reads and updates the EventOutbox of one coordinator database.
+type Outbox struct {
+	db  *store.DB
+	clk clock.Clock
+}
+
+// New returns the outbox of db; clk stamps sent_at (clock.System{} when nil).
+func New(db *store.DB, clk clock.Clock) *Outbox {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Outbox{db: db, clk: clk}
+}
+
+const rowCols = `outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at, COALESCE(sent_at, ''), COALESCE(sent_topic, '')`
+
+func scanRows(rows *sql.Rows) ([]Row, error) {
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		if err := rows.Scan(&r.OutboxSeq, &r.LogID, &r.ChainID, &r.EventSeq, &r.EventType, &r.MessageJSON, &r.Headers, &r.CreatedAt, &r.SentAt, &r.SentTopic); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (o *Outbox) query(ctx context.Context, q string, args ...any) ([]Row, error) {
+	var out []Row
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		out, err = scanRows(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// Unsent returns up to limit unsent rows in FinalityLog order.
+func (o *Outbox) Unsent(ctx context.Context, limit int) ([]Row, error) {
+	return o.UnsentAfter(ctx, 0, limit)
+}
+
+// UnsentAfter returns up to limit unsent rows with outbox_seq > after, in
+// FinalityLog order.
+func (o *Outbox) UnsentAfter(ctx context.Context, after int64, limit int) ([]Row, error) {
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+}
+
+// Since returns up to limit rows, sent or not, with outbox_seq >= from, in
+// order.
+func (o *Outbox) Since(ctx context.Context, from int64, limit int) ([]Row, error) {
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE outbox_seq >= ? ORDER BY outbox_seq LIMIT ?`, from, limit)
+}
+
+// Ack says the broker acknowledged a row on a topic.
+type Ack struct {
+	OutboxSeq int64
+	Topic     string
+}
+
+// markChunk bounds the rows one UPDATE names (SQLite allows 32766
+// parameters; PostgreSQL 65535).
+const markChunk = 500
+
+// MarkSent marks the acknowledged rows sent, in one transaction, with
+// guarded UPDATEs (WHERE sent_at IS NULL, one per topic and up to 500
+// rows), and returns how many rows it changed: a row another publisher
+// marked first is not counted.
+func (o *Outbox) MarkSent(ctx context.Context, acks []Ack) (int, error) {
+	if len(acks) == 0 {
+		return 0, nil
+	}
+	now := clock.Stamp(o.clk.Now())
+	byTopic := map[string][]int64{}
+	var topics []string
+	for _, a := range acks {
+		if _, ok := byTopic[a.Topic]; !ok {
+			topics = append(topics, a.Topic)
+		}
+		byTopic[a.Topic] = append(byTopic[a.Topic], a.OutboxSeq)
+	}
+	var marked int64
+	err := o.db.Write(ctx, func(tx *store.Tx) error {
+		marked = 0
+		for _, topic := range topics {
+			seqs := byTopic[topic]
+			for len(seqs) > 0 {
+				n := min(len(seqs), markChunk)
+				args := make([]any, 0, n+2)
+				args = append(args, now, topic)
+				for _, s := range seqs[:n] {
+					args = append(args, s)
+				}
+				res, err := tx.ExecContext(ctx, `UPDATE EventOutbox SET sent_at = ?, sent_topic = ? WHERE sent_at IS NULL AND outbox_seq IN (?`+
+					strings.Repeat(", ?", n-1)+`)`, args...)
+				if err != nil {
+					return err
+				}
+				k, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				marked += k
+				seqs = seqs[n:]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("events: mark %d rows sent: %w", len(acks), err)
+	}
+	return int(marked), nil
+}
+
+// Counts is the outbox's size.
+type Counts struct{ Total, Unsent int64 }
+
+// Counts returns how many rows the outbox holds and how many are unsent.
+func (o *Outbox) Counts(ctx context.Context) (Counts, error) {
+	var c Counts
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox`).Scan(&c.Total); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&c.Unsent)
+	})
+	if err != nil {
+		return Counts{}, fmt.Errorf("events: count outbox: %w", err)
+	}
+	return c, nil
+}
+
+// tailPage is how many rows Tail reads per query.
+const tailPage = 500
+
+// Tail calls fn for every row with outbox_seq >= from, in order. Without
+// follow it returns nil at the end of the outbox; with follow it then polls
+// every poll interval for new rows until ctx ends (and returns ctx.Err()).
+// Rows become visible in outbox_seq order because the single writer commits
+// in allocation order, so following never skips a row.
+func (o *Outbox) Tail(ctx context.Context, from int64, follow bool, poll time.Duration, fn func(Row) error) error {
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	var ticker *time.Ticker
+	for {
+		rows, err := o.Since(ctx, from, tailPage)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return err
+			}
+			from = r.OutboxSeq + 1
+		}
+		if len(rows) == tailPage {
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		if ticker == nil {
+			ticker = time.NewTicker(poll)
+			defer ticker.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
