@@ -139,13 +139,44 @@ func (a *Adapter) replayed(ctx context.Context, tx *store.Tx, txid, kind, hash, 
 	return bankapi.ExecuteResponse{Result: bankapi.ResultOK, BankProofRef: a.proof(proofType, ref, at)}, true, nil
 }
 
-// queuePosting queues a posting in the outbox and records the adapter's
-// side of it, inside the caller's transaction.
+// The lanes whose postings a batch-window bank takes in its overnight file.
+const (
+	laneBulk     = "BULK"
+	laneDeferred = "DEFERRED"
+)
+
+// routeFor is the route of an execute-debit/credit posting: a BULK or
+// DEFERRED posting of a batch-window bank (Config.RealTime false) goes to
+// the core in the overnight posting file (jobs/overnight), every other
+// posting over MQ. A posting the file cannot carry (outbox.FitsFile) goes
+// over MQ too, drained after the batch window as before.
+func (a *Adapter) routeFor(ctx context.Context, lane string, p outbox.Posting) outbox.Route {
+	if a.realTime || (lane != laneBulk && lane != laneDeferred) {
+		return outbox.RouteMQ
+	}
+	if err := outbox.FitsFile(p); err != nil {
+		a.log.WarnContext(ctx, "adapter.file_route_refused", "txid", p.TxID, "lane", lane, "err", err.Error())
+		return outbox.RouteMQ
+	}
+	return outbox.RouteFILE
+}
+
+// queuePosting queues a posting over MQ in the outbox and records the
+// adapter's side of it, inside the caller's transaction.
 func (a *Adapter) queuePosting(ctx context.Context, tx *store.Tx, s Shadow, txid, requestID, reservation string,
 	kind outbox.Kind, direction int, amount int64, reversalOf string) (string, error) {
+	return a.queueLanePosting(ctx, tx, s, "", txid, requestID, reservation, kind, direction, amount, reversalOf)
+}
+
+// queueLanePosting is queuePosting for a posting of a transfer on lane,
+// routed by routeFor.
+func (a *Adapter) queueLanePosting(ctx context.Context, tx *store.Tx, s Shadow, lane, txid, requestID, reservation string,
+	kind outbox.Kind, direction int, amount int64, reversalOf string) (string, error) {
 	ref := newRef()
-	id, err := a.ob.Enqueue(ctx, tx, outbox.Posting{Ref: ref, TxID: txid, Bank: a.bank, Account: s.CoreAccount,
-		Kind: kind, Amount: amount, ReversalOf: reversalOf})
+	p := outbox.Posting{Ref: ref, TxID: txid, Bank: a.bank, Account: s.CoreAccount,
+		Kind: kind, Amount: amount, ReversalOf: reversalOf}
+	p.Route = a.routeFor(ctx, lane, p)
+	id, err := a.ob.Enqueue(ctx, tx, p)
 	if err != nil {
 		return "", err
 	}
@@ -164,7 +195,7 @@ func (a *Adapter) queuePosting(ctx context.Context, tx *store.Tx, s Shadow, txid
 		return "", fmt.Errorf("adapter: record posting %s: %w", ref, err)
 	}
 	a.log.InfoContext(ctx, "adapter.posting_queued", "txid", txid, "ref", ref, "kind", string(kind),
-		"account_hash", s.Hash, "amount", amount, "reversal_of", reversalOf)
+		"account_hash", s.Hash, "amount", amount, "reversal_of", reversalOf, "route", string(p.Route))
 	return ref, nil
 }
 
@@ -177,7 +208,8 @@ func (a *Adapter) proof(proofType, ref, recordedAt string) bankapi.BankProofRef 
 // outbox, in the same transaction as the shadow change (hold consumed or
 // pending debit added) and the idempotency completion. The core sees it
 // when the outbox drains — immediately if it is online, after its batch
-// window if not.
+// window if not — or, for a BULK/DEFERRED debit of a batch-window bank, in
+// the bank's overnight posting file (routeFor).
 func (a *Adapter) ExecuteDebit(ctx context.Context, req bankapi.ExecuteDebitRequest) (bankapi.ExecuteResponse, error) {
 	if err := a.validate(&req, req.Amount); err != nil {
 		return bankapi.ExecuteResponse{}, err
@@ -243,7 +275,7 @@ func (a *Adapter) ExecuteDebit(ctx context.Context, req bankapi.ExecuteDebitRequ
 			return bankapi.ExecuteResponse{}, domainerr.New("RESERVE_FAILED", "insufficient available balance on the shadow ledger",
 				map[string]any{"reason": bankapi.ReasonInsufficientFunds, "txid": req.TxID, "requested": req.Amount.Value, "available": s.Available})
 		}
-		ref, err := a.queuePosting(ctx, tx, s, req.TxID, req.RequestIDValue, reservation, outbox.Debit, -1, req.Amount.Value, "")
+		ref, err := a.queueLanePosting(ctx, tx, s, req.Lane, req.TxID, req.RequestIDValue, reservation, outbox.Debit, -1, req.Amount.Value, "")
 		if err != nil {
 			return bankapi.ExecuteResponse{}, err
 		}
@@ -280,7 +312,7 @@ func (a *Adapter) ExecuteCredit(ctx context.Context, req bankapi.ExecuteCreditRe
 		if err != nil {
 			return bankapi.ExecuteResponse{}, err
 		}
-		ref, err := a.queuePosting(ctx, tx, s, req.TxID, req.RequestIDValue, "", outbox.Credit, 1, req.Amount.Value, "")
+		ref, err := a.queueLanePosting(ctx, tx, s, req.Lane, req.TxID, req.RequestIDValue, "", outbox.Credit, 1, req.Amount.Value, "")
 		if err != nil {
 			return bankapi.ExecuteResponse{}, err
 		}

@@ -36,11 +36,13 @@ type Shadow struct {
 	// Holds is the sum of HELD reservations.
 	Holds int64
 	// PendingDebits and PendingCredits are approved postings the core has
-	// not (provably) applied yet: PENDING, CLAIMED, IN_DOUBT or BLOCKED.
+	// not (provably) applied yet: PENDING, CLAIMED, IN_DOUBT, BLOCKED or
+	// IN_FILE (in an overnight file not answered yet), whatever the route.
 	PendingDebits  int64
 	PendingCredits int64
 	// Unsettled counts postings whose outcome at the core is unknown right
-	// now (CLAIMED or IN_DOUBT).
+	// now (CLAIMED, IN_DOUBT, or IN_FILE: the core may have run the file
+	// before its result is ingested).
 	Unsettled int
 	// Available = CoreBalance - Holds - PendingDebits. Pending credits are
 	// not spendable until the core has them.
@@ -184,9 +186,9 @@ func readShadow(ctx context.Context, tx *store.Tx, hash string) (Shadow, error) 
 	var applied int64
 	err = tx.QueryRowContext(ctx, `SELECT
 		COALESCE(SUM(CASE WHEN o.status = 'APPLIED' THEN p.direction * p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED') AND p.direction < 0 THEN p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED') AND p.direction > 0 THEN p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('CLAIMED','IN_DOUBT') THEN 1 ELSE 0 END), 0)
+		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') AND p.direction < 0 THEN p.amount END), 0),
+		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') AND p.direction > 0 THEN p.amount END), 0),
+		COALESCE(SUM(CASE WHEN o.status IN ('CLAIMED','IN_DOUBT','IN_FILE') THEN 1 ELSE 0 END), 0)
 		FROM AdapterPostings p JOIN AdapterOutbox o ON o.ref = p.ref WHERE p.account_hash = ?`, hash).
 		Scan(&applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled)
 	if err != nil {

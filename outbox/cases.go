@@ -12,6 +12,15 @@ import (
 // DedupKey is the stable Case key of a BLOCKED posting.
 func DedupKey(ref string) string { return "OUTBOX-BLOCKED:" + ref }
 
+// detectionPath names where a refusal was found: the core's answer to an
+// MQ posting, or its overnight result file.
+func detectionPath(r Route) string {
+	if r == RouteFILE {
+		return "OVERNIGHT_RESULT"
+	}
+	return "OUTBOX_BLOCKED"
+}
+
 // openCase opens the Case of a row that has just become BLOCKED under
 // caseToken. On failure the row keeps case_id NULL and a later
 // OpenMissingCases opens it: the refusal is never lost.
@@ -27,7 +36,7 @@ func (o *Outbox) openCase(ctx context.Context, id int64, caseToken string, p Pos
 		DedupKey: DedupKey(p.Ref), ReasonCode: reason, RelatedTxID: p.TxID,
 		Description: fmt.Sprintf("core refused %s %d on account %s (posting %s): %s",
 			p.Kind, p.Amount, p.Account, p.Ref, msg),
-		OpenedBy: "BANK", CausePartyID: p.Bank, DetectionPath: "OUTBOX_BLOCKED",
+		OpenedBy: "BANK", CausePartyID: p.Bank, DetectionPath: detectionPath(p.Route),
 		Ref: p.Ref, Account: p.Account, Amount: p.Amount,
 	}
 	caseID, err := o.cases.OpenCase(ctx, req)
@@ -98,7 +107,7 @@ func (o *Outbox) OpenMissingCases(ctx context.Context) (int, error) {
 		var id int64
 		var p Posting
 		var reason, msg string
-		var kind string
+		var kind, route string
 		found := false
 		err := o.db.Write(ctx, func(tx *store.Tx) error {
 			rows, err := tx.QueryContext(ctx, `UPDATE AdapterOutbox SET case_token = ?, case_claimed_at = ?
@@ -113,7 +122,7 @@ func (o *Outbox) OpenMissingCases(ctx context.Context) (int, error) {
 			defer rows.Close()
 			if rows.Next() {
 				found = true
-				if err := rows.Scan(&id, &p.Ref, &p.TxID, &p.Bank, &p.Account, &kind, &p.Amount, &p.ReversalOf, &reason, &msg); err != nil {
+				if err := rows.Scan(&id, &p.Ref, &p.TxID, &p.Bank, &p.Account, &kind, &p.Amount, &p.ReversalOf, &route, &reason, &msg); err != nil {
 					return err
 				}
 			}
@@ -125,7 +134,7 @@ func (o *Outbox) OpenMissingCases(ctx context.Context) (int, error) {
 		if !found {
 			return tried, nil
 		}
-		p.Kind = Kind(kind)
+		p.Kind, p.Route = Kind(kind), Route(route)
 		tried++
 		o.openCase(ctx, id, tok, p, reason, msg)
 		if err := ctx.Err(); err != nil {

@@ -20,6 +20,19 @@ const (
 // Valid reports whether k is one of the posting kinds.
 func (k Kind) Valid() bool { return k == Debit || k == Credit || k == Reversal }
 
+// Route is how a posting reaches the core.
+type Route string
+
+// The routes. RouteMQ postings are claimed and sent one by one by Drain;
+// RouteFILE postings wait for the bank's overnight posting file
+// (TakeForFile) and are settled from the core's result file
+// (SettleFromFile). Drain, RecoverStaleClaims and ResolveInDoubt never
+// touch a FILE posting. The empty Route is RouteMQ.
+const (
+	RouteMQ   Route = "MQ"
+	RouteFILE Route = "FILE"
+)
+
 // Posting is one instruction for the core. Ref is unique: it is the
 // reference the core records on its journal line and answers inquiries
 // by, so it identifies the posting across resends.
@@ -31,6 +44,7 @@ type Posting struct {
 	Kind       Kind
 	Amount     int64  // minor units, > 0
 	ReversalOf string // Ref of the reversed posting (Kind == Reversal only)
+	Route      Route  // "" or RouteMQ: sent over MQ; RouteFILE: overnight file
 }
 
 // ApplyResult is the core's answer to an applied posting.

@@ -19,6 +19,13 @@
 // CLAIMED rows abandoned by a crashed drainer to the same resolution.
 // Postings for one account are sent in enqueue order (see docs/outbox.md).
 //
+// A posting with Route FILE (BULK/DEFERRED of a batch-window bank) is
+// never claimed, recovered, inquired about or sent by this package: the
+// overnight exchange moves it PENDING -> IN_FILE (TakeForFile, in its cut
+// transaction) and IN_FILE -> APPLIED | BLOCKED (SettleFromFile, in its
+// result-file transaction). It holds back later postings of its account
+// like any unsettled posting.
+//
 // The package must not reach a core except through the Core it is given,
 // must not open Cases except through the CaseOpener it is given, and must
 // not import gateway, jobs, adapter or formats.

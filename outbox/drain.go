@@ -39,14 +39,17 @@ func (r *DrainResult) add(o DrainResult) {
 // CLAIMED or IN_DOUBT, and (for a reversal) when the reversed posting is
 // neither unsent, in flight, in doubt nor BLOCKED awaiting an operator.
 // BLOCKED rows do not hold back later postings of the account.
-const claimable = `o.status = 'PENDING'
+//
+// Only RouteMQ rows are claimable. FILE rows (PENDING or IN_FILE) still
+// hold back every later posting of their account, whatever its route.
+const claimable = `o.status = 'PENDING' AND o.route = 'MQ'
 	AND NOT EXISTS (SELECT 1 FROM AdapterOutbox e
 		WHERE e.bank = o.bank AND e.account = o.account AND e.id < o.id
-		  AND e.status IN ('PENDING','CLAIMED','IN_DOUBT'))
+		  AND e.status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE'))
 	AND (o.reversal_of IS NULL OR NOT EXISTS (SELECT 1 FROM AdapterOutbox r
-		WHERE r.ref = o.reversal_of AND r.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED')))`
+		WHERE r.ref = o.reversal_of AND r.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE')))`
 
-const claimedCols = `id, ref, txid, bank, account, kind, amount, COALESCE(reversal_of,'')`
+const claimedCols = `id, ref, txid, bank, account, kind, amount, COALESCE(reversal_of,''), route`
 
 type claim struct {
 	id    int64
@@ -63,22 +66,22 @@ func (o *Outbox) claimOne(ctx context.Context, from Status) (c claim, ok bool, e
 	now, at := clock.Stamp(t), sortableStamp(t)
 	pick := `SELECT o.id FROM AdapterOutbox o WHERE ` + claimable + ` ORDER BY o.id LIMIT 1`
 	if from == InDoubt {
-		pick = `SELECT id FROM AdapterOutbox WHERE status = 'IN_DOUBT' ORDER BY id LIMIT 1`
+		pick = `SELECT id FROM AdapterOutbox WHERE status = 'IN_DOUBT' AND route = 'MQ' ORDER BY id LIMIT 1`
 	}
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
-		var kind string
+		var kind, route string
 		row := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox
 			SET status = 'CLAIMED', claim_token = ?, claimed_at = ?, updated_at = ?
 			WHERE id = (`+pick+`) AND status = ?
 			RETURNING `+claimedCols, c.token, at, now, string(from))
-		err := row.Scan(&c.id, &c.p.Ref, &c.p.TxID, &c.p.Bank, &c.p.Account, &kind, &c.p.Amount, &c.p.ReversalOf)
+		err := row.Scan(&c.id, &c.p.Ref, &c.p.TxID, &c.p.Bank, &c.p.Account, &kind, &c.p.Amount, &c.p.ReversalOf, &route)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		c.p.Kind = Kind(kind)
+		c.p.Kind, c.p.Route = Kind(kind), Route(route)
 		ok = true
 		return o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref})
 	})

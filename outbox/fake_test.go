@@ -108,6 +108,7 @@ type fakeCases struct {
 	opened map[string]int
 	fail   int
 	calls  int
+	reqs   []CaseRequest // every request that opened a Case
 }
 
 func (f *fakeCases) OpenCase(ctx context.Context, req CaseRequest) (string, error) {
@@ -122,5 +123,6 @@ func (f *fakeCases) OpenCase(ctx context.Context, req CaseRequest) (string, erro
 		f.opened = map[string]int{}
 	}
 	f.opened[req.DedupKey]++
+	f.reqs = append(f.reqs, req)
 	return fmt.Sprintf("CASE-%d", len(f.opened)), nil
 }

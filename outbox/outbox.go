@@ -28,6 +28,9 @@ const (
 	Blocked    Status = "BLOCKED"
 	InDoubt    Status = "IN_DOUBT"
 	WrittenOff Status = "WRITTEN_OFF"
+	// InFile: a RouteFILE posting written into an overnight posting file,
+	// waiting for the core's result file (SettleFromFile).
+	InFile Status = "IN_FILE"
 )
 
 // MaxAmount is the safety ceiling on a posting amount (spec 004
@@ -120,7 +123,25 @@ func (p Posting) Validate() error {
 		return domainerr.New("INVALID_REQUEST", "outbox: a posting cannot reverse itself",
 			map[string]any{"field": "ReversalOf", "ref": p.Ref})
 	}
+	switch p.Route {
+	case "", RouteMQ:
+	case RouteFILE:
+		if err := FitsFile(p); err != nil {
+			return domainerr.Wrap("INVALID_REQUEST", err, "outbox: posting does not fit the overnight file",
+				map[string]any{"field": "Route", "ref": p.Ref})
+		}
+	default:
+		return domainerr.New("INVALID_REQUEST", fmt.Sprintf("outbox: route %q is not MQ or FILE", p.Route),
+			map[string]any{"field": "Route", "ref": p.Ref})
+	}
 	return nil
+}
+
+func (p Posting) route() Route {
+	if p.Route == "" {
+		return RouteMQ
+	}
+	return p.Route
 }
 
 // Enqueue queues p as PENDING inside the caller's transaction, so the
@@ -145,9 +166,9 @@ func (o *Outbox) Enqueue(ctx context.Context, tx *store.Tx, p Posting) (int64, e
 		rev = p.ReversalOf
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO AdapterOutbox
-		(ref, txid, bank, account, kind, amount, reversal_of, status, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?)`,
-		p.Ref, p.TxID, p.Bank, p.Account, string(p.Kind), p.Amount, rev, now, now)
+		(ref, txid, bank, account, kind, amount, reversal_of, route, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?)`,
+		p.Ref, p.TxID, p.Bank, p.Account, string(p.Kind), p.Amount, rev, string(p.route()), now, now)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
 	}
@@ -155,11 +176,12 @@ func (o *Outbox) Enqueue(ctx context.Context, tx *store.Tx, p Posting) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
 	}
-	if err := o.stateLog(ctx, tx, id, "OutboxEnqueued", "", Pending, "", o.actor, map[string]any{"ref": p.Ref, "txid": p.TxID}); err != nil {
+	if err := o.stateLog(ctx, tx, id, "OutboxEnqueued", "", Pending, "", o.actor,
+		map[string]any{"ref": p.Ref, "txid": p.TxID, "route": string(p.route())}); err != nil {
 		return 0, err
 	}
 	o.log.InfoContext(ctx, "outbox.enqueue", "id", id, "ref", p.Ref, "txid", p.TxID, "bank", p.Bank,
-		"account", p.Account, "kind", string(p.Kind), "amount", p.Amount)
+		"account", p.Account, "kind", string(p.Kind), "amount", p.Amount, "route", string(p.route()))
 	return id, nil
 }
 
@@ -174,6 +196,8 @@ type Entry struct {
 	LastError  string
 	CoreRef    string
 	CaseID     string
+	FileID     string // the overnight file a FILE posting went into
+	FileSeq    int64  // its detail number in that file
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	AppliedAt  time.Time
@@ -181,20 +205,20 @@ type Entry struct {
 
 const entryCols = `id, ref, txid, bank, account, kind, amount, COALESCE(reversal_of,''), status, sends, lookups,
 	COALESCE(reason_code,''), COALESCE(last_error,''), COALESCE(core_ref,''), COALESCE(case_id,''),
-	created_at, updated_at, COALESCE(applied_at,'')`
+	created_at, updated_at, COALESCE(applied_at,''), route, COALESCE(file_id,''), COALESCE(file_seq,0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanEntry(s scanner) (Entry, error) {
 	var e Entry
-	var kind, status, created, updated, applied string
+	var kind, status, created, updated, applied, route string
 	err := s.Scan(&e.ID, &e.Posting.Ref, &e.Posting.TxID, &e.Posting.Bank, &e.Posting.Account, &kind,
 		&e.Posting.Amount, &e.Posting.ReversalOf, &status, &e.Sends, &e.Lookups, &e.ReasonCode, &e.LastError,
-		&e.CoreRef, &e.CaseID, &created, &updated, &applied)
+		&e.CoreRef, &e.CaseID, &created, &updated, &applied, &route, &e.FileID, &e.FileSeq)
 	if err != nil {
 		return e, err
 	}
-	e.Posting.Kind, e.Status = Kind(kind), Status(status)
+	e.Posting.Kind, e.Status, e.Posting.Route = Kind(kind), Status(status), Route(route)
 	e.CreatedAt, _ = clock.ParseStamp(created)
 	e.UpdatedAt, _ = clock.ParseStamp(updated)
 	if applied != "" {
@@ -226,6 +250,8 @@ type Filter struct {
 	Bank    string
 	Account string
 	TxID    string
+	Route   Route
+	FileID  string
 	Limit   int // default 1000
 }
 
@@ -243,6 +269,8 @@ func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
 	add("bank", f.Bank)
 	add("account", f.Account)
 	add("txid", f.TxID)
+	add("route", string(f.Route))
+	add("file_id", f.FileID)
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}

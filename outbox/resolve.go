@@ -116,7 +116,7 @@ func (o *Outbox) RecoverStaleClaims(ctx context.Context, olderThan time.Duration
 	err := o.db.Write(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE AdapterOutbox SET status = 'IN_DOUBT', claim_token = NULL,
 			claimed_at = NULL, updated_at = ?, last_error = 'claim abandoned; outcome unknown'
-			WHERE status = 'CLAIMED' AND claimed_at < ? RETURNING id`, clock.Stamp(now), cutoff)
+			WHERE status = 'CLAIMED' AND route = 'MQ' AND claimed_at < ? RETURNING id`, clock.Stamp(now), cutoff)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,10 @@ CREATE TABLE IF NOT EXISTS AdapterOutbox (
   kind          TEXT    NOT NULL CHECK (kind IN ('DEBIT','CREDIT','REVERSAL')),
   amount        INTEGER NOT NULL CHECK (amount > 0),
   reversal_of   TEXT,
-  status        TEXT    NOT NULL CHECK (status IN ('PENDING','CLAIMED','APPLIED','BLOCKED','IN_DOUBT','WRITTEN_OFF')),
+  status        TEXT    NOT NULL CHECK (status IN ('PENDING','CLAIMED','APPLIED','BLOCKED','IN_DOUBT','WRITTEN_OFF','IN_FILE')),
+  route         TEXT    NOT NULL DEFAULT 'MQ' CHECK (route IN ('MQ','FILE')),
+  file_id       TEXT,
+  file_seq      INTEGER,
   claim_token   TEXT,
   claimed_at    TEXT,
   sends         INTEGER NOT NULL DEFAULT 0,
@@ -33,7 +36,9 @@ CREATE TABLE IF NOT EXISTS AdapterOutbox (
 CREATE INDEX IF NOT EXISTS idx_outbox_status  ON AdapterOutbox(status, id);
 CREATE INDEX IF NOT EXISTS idx_outbox_txid    ON AdapterOutbox(txid);
 CREATE INDEX IF NOT EXISTS idx_outbox_open    ON AdapterOutbox(bank, account, id)
-  WHERE status IN ('PENDING','CLAIMED','IN_DOUBT');
+  WHERE status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE');
+CREATE INDEX IF NOT EXISTS idx_outbox_route   ON AdapterOutbox(bank, route, status, id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_file ON AdapterOutbox(file_id, file_seq) WHERE file_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_outbox_nocase  ON AdapterOutbox(id)
   WHERE status = 'BLOCKED' AND case_id IS NULL;
 

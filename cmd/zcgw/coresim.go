@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"github.com/zcgw/zcgw/coordinator/zclog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,7 +63,7 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	if *dbPath == "" {
 		*dbPath = filepath.Join(e.DataDir, "core-"+*bank+".db")
 	}
-	logger := slog.New(slog.NewJSONHandler(e.Stderr, nil))
+	logger := zclog.New(e.Stderr, zclog.Options{})
 	core, err := coresim.Open(ctx, coresim.Config{Bank: *bank, DBPath: *dbPath, Logger: logger, Online: windows, Batch: batch})
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)

@@ -51,7 +51,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	defer db.Close()
-	orch, err := orchestrator.New(orchestrator.Config{DB: db})
+	orch, err := orchestrator.New(orchestrator.Config{DB: db, GroupCommit: true})
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2

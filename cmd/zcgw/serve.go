@@ -23,7 +23,7 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	logger := zclog.New(e.Stderr, zclog.Options{})
-	opts := node.Options{DataDir: e.DataDir, Addr: *addr, Logger: logger, WatchFiles: true}
+	opts := node.Options{DataDir: e.DataDir, Addr: *addr, Logger: logger, WatchFiles: true, Schedule: true}
 	if os.Getenv("ZC_ALLOW_UNAUTHENTICATED_UI") == "true" {
 		cfg, err := node.LoadOrInitConfig(e.DataDir)
 		if err != nil {

@@ -131,6 +131,7 @@ type ExecuteCreditRequest struct {
 	Amount           Amount `json:"amount"`
 	DecisionProofRef string `json:"decision_proof_ref"`
 	PayeeAccountHash string `json:"payee_account_hash"`
+	Lane             string `json:"lane,omitempty"`
 }
 
 // ---- release-reserve

@@ -83,9 +83,9 @@ func TestOpenCaseAggregatesByCauseKey(t *testing.T) {
 	}
 	got := getCase(t, db, first.CaseID)
 	want := Case{CaseID: first.CaseID, RelatedTxID: "TX-1", State: "OPEN", ReasonCode: "BANK_TIMEOUT",
-		Description: "payee bank did not answer", OpenedBy: "ZC", SLADeadline: "2026-04-01T06:00:00Z",
+		Description: "payee bank did not answer", OpenedBy: "ZC", SLADeadline: "2026-04-01T06:00:00.000000000Z",
 		EvidenceRefs: `["FL-1"]`, CauseKey: "CAUSE:002:BANK_TIMEOUT", CausePartyID: "002", OccurrenceCount: 1,
-		LastOccurredAt: "2026-04-01T02:00:00Z", CreatedAt: "2026-04-01T02:00:00Z", UpdatedAt: "2026-04-01T02:00:00Z"}
+		LastOccurredAt: "2026-04-01T02:00:00.000000000Z", CreatedAt: "2026-04-01T02:00:00.000000000Z", UpdatedAt: "2026-04-01T02:00:00.000000000Z"}
 	if got != want {
 		t.Fatalf("row\n got %+v\nwant %+v", got, want)
 	}
@@ -110,16 +110,16 @@ func TestOpenCaseAggregatesByCauseKey(t *testing.T) {
 		t.Fatalf("gtid %+v %v", o, err)
 	}
 	got = getCase(t, db, first.CaseID)
-	if got.OccurrenceCount != 3 || got.LastOccurredAt != "2026-04-01T02:02:00Z" || got.UpdatedAt != "2026-04-01T02:02:00Z" {
+	if got.OccurrenceCount != 3 || got.LastOccurredAt != "2026-04-01T02:02:00.000000000Z" || got.UpdatedAt != "2026-04-01T02:02:00.000000000Z" {
 		t.Fatalf("after aggregation %+v", got)
 	}
 	if l := links(t, db, first.CaseID); strings.Join(l, ",") != "TX-1,TX-2,GT-9" {
 		t.Fatalf("links %v", l)
 	}
 	wantLog := []string{
-		`CaseOpened||OPEN|BANK_TIMEOUT|ZC|{"cause_key":"CAUSE:002:BANK_TIMEOUT","link_key":"TX-1","sla_deadline":"2026-04-01T06:00:00Z"}|2026-04-01T02:00:00Z`,
-		`CaseAggregated|OPEN|OPEN|BANK_TIMEOUT|ZC|{"link_key":"TX-2","occurrence_count":2}|2026-04-01T02:02:00Z`,
-		`CaseAggregated|OPEN|OPEN|BANK_TIMEOUT|ZC|{"link_key":"GT-9","occurrence_count":3}|2026-04-01T02:02:00Z`,
+		`CaseOpened||OPEN|BANK_TIMEOUT|ZC|{"cause_key":"CAUSE:002:BANK_TIMEOUT","link_key":"TX-1","sla_deadline":"2026-04-01T06:00:00.000000000Z"}|2026-04-01T02:00:00.000000000Z`,
+		`CaseAggregated|OPEN|OPEN|BANK_TIMEOUT|ZC|{"link_key":"TX-2","occurrence_count":2}|2026-04-01T02:02:00.000000000Z`,
+		`CaseAggregated|OPEN|OPEN|BANK_TIMEOUT|ZC|{"link_key":"GT-9","occurrence_count":3}|2026-04-01T02:02:00.000000000Z`,
 	}
 	if l := logLines(t, db, first.CaseID); strings.Join(l, "\n") != strings.Join(wantLog, "\n") {
 		t.Fatalf("log\n%s\nwant\n%s", strings.Join(l, "\n"), strings.Join(wantLog, "\n"))
@@ -266,7 +266,7 @@ func TestSetStateMachine(t *testing.T) {
 		}
 	}
 	k := getCase(t, db, o.CaseID)
-	if k.State != StateResolved || k.EscalatedAt != "2026-04-01T02:03:00Z" || k.ResolvedAt != "2026-04-01T02:05:00Z" || k.UpdatedAt != "2026-04-01T02:05:00Z" {
+	if k.State != StateResolved || k.EscalatedAt != "2026-04-01T02:03:00.000000000Z" || k.ResolvedAt != "2026-04-01T02:05:00.000000000Z" || k.UpdatedAt != "2026-04-01T02:05:00.000000000Z" {
 		t.Fatalf("row %+v", k)
 	}
 	var events []string
@@ -324,7 +324,7 @@ func TestSweepSLAEscalatesOverdue(t *testing.T) {
 		}
 	}
 	l := logLines(t, db, overdue)
-	if last := l[len(l)-1]; last != `CaseEscalated|OPEN|ESCALATED|SLA_EXCEEDED|SYSTEM|{"sla_deadline":"2026-04-01T03:00:00Z"}|2026-04-01T04:00:00.5Z` {
+	if last := l[len(l)-1]; last != `CaseEscalated|OPEN|ESCALATED|SLA_EXCEEDED|SYSTEM|{"sla_deadline":"2026-04-01T03:00:00.000000000Z"}|2026-04-01T04:00:00.500000000Z` {
 		t.Fatalf("log %s", last)
 	}
 	// Rerunning escalates nothing twice.

@@ -58,11 +58,17 @@ func (m *Manual) Advance(d time.Duration) time.Time {
 	return m.now
 }
 
-// Stamp formats an instant the way zcgw stores every instant: RFC3339 in
-// UTC with nanoseconds, so stored values sort as strings.
-func Stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// StampLayout is how zcgw stores every instant: RFC3339 in UTC with a
+// fixed nine-digit fraction. The fixed width matters: RFC3339Nano trims
+// trailing zeros, so "…:05Z" would sort after "…:05.3Z" and SQL comparisons
+// of stored instants would be wrong within a second.
+const StampLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
-// ParseStamp parses a stored instant.
+// Stamp formats an instant for storage (StampLayout); stored values sort
+// as strings in time order.
+func Stamp(t time.Time) string { return t.UTC().Format(StampLayout) }
+
+// ParseStamp parses a stored instant (any RFC3339 form is accepted).
 func ParseStamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
 
 // BusinessDate returns the JST business date of t as YYYY-MM-DD.

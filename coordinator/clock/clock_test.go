@@ -41,6 +41,22 @@ func TestStampRoundTripIsUTC(t *testing.T) {
 	}
 }
 
+func TestStampsSortAsStrings(t *testing.T) {
+	base := time.Date(2026, 12, 2, 0, 0, 5, 0, time.UTC)
+	times := []time.Time{base, base.Add(300 * time.Millisecond), base.Add(time.Second), base.Add(time.Nanosecond)}
+	for i := range times {
+		for j := range times {
+			a, b := Stamp(times[i]), Stamp(times[j])
+			if (a < b) != times[i].Before(times[j]) {
+				t.Errorf("Stamp(%v)=%s vs Stamp(%v)=%s: string order disagrees with time order", times[i], a, times[j], b)
+			}
+		}
+	}
+	if got := Stamp(base); got != "2026-12-02T00:00:05.000000000Z" {
+		t.Fatalf("Stamp = %s, want fixed nine-digit fraction", got)
+	}
+}
+
 func TestManualAdvance(t *testing.T) {
 	m := NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m.Advance(90 * time.Second)

@@ -38,7 +38,7 @@ func seedPspr(t *testing.T, db *store.DB, ref string) {
 	err := db.Write(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.ExecContext(context.Background(),
 			`INSERT INTO PsprRegistry (pspr_ref, payee_bank_id, account_hash, digest, expires_at, created_at)
-			 VALUES (?, '002', 'h', 'd', '2027-01-01T00:00:00Z', ?)`, ref, clock.Stamp(t0))
+			 VALUES (?, '002', 'h', 'd', '2027-01-01T00:00:00.000000000Z', ?)`, ref, clock.Stamp(t0))
 		return err
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestTransitionWritesStatusAndLogTogether(t *testing.T) {
 		t.Fatalf("revoke: %+v %v", r, err)
 	}
 	state, rev := psprState(t, db, "PSPR-1")
-	if state != "REVOKED" || rev == nil || *rev != "2026-04-01T03:02:00Z" {
+	if state != "REVOKED" || rev == nil || *rev != "2026-04-01T03:02:00.000000000Z" {
 		t.Fatalf("row state %s revoked_at %v", state, rev)
 	}
 	h := history(t, db, "PSPR", "PSPR-1")
@@ -120,8 +120,8 @@ func TestTransitionWritesStatusAndLogTogether(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", e.EventType, e.From, e.To, e.ReasonCode, e.Actor, e.Payload, e.OccurredAt))
 	}
 	want := []string{
-		`PsprSuspended|ACTIVE|SUSPENDED|BANK_REQUEST|BANK_002|{"ticket":7}|2026-04-01T03:01:00Z`,
-		`PsprRevoked|SUSPENDED|REVOKED||OPS||2026-04-01T03:02:00Z`,
+		`PsprSuspended|ACTIVE|SUSPENDED|BANK_REQUEST|BANK_002|{"ticket":7}|2026-04-01T03:01:00.000000000Z`,
+		`PsprRevoked|SUSPENDED|REVOKED||OPS||2026-04-01T03:02:00.000000000Z`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("history\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

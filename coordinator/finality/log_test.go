@@ -82,11 +82,11 @@ func TestAppendChainsEntriesPerChain(t *testing.T) {
 		seq        int64
 		occurredAt string
 	}{
-		{a1, "TX-A", Genesis, 1, "2026-04-01T00:00:00Z"},
-		{g1, "GT-B", Genesis, 2, "2026-04-01T00:00:00Z"},
-		{a2, "TX-A", a1.EntryHash, 3, "2026-04-01T00:00:01Z"}, // txid wins over gtid
-		{s1, "GLOBAL", Genesis, 4, "2026-04-01T00:00:01Z"},
-		{g2, "GT-B", g1.EntryHash, 5, "2026-04-01T00:00:01Z"}, // a2 (with txid) is not on GT-B's chain
+		{a1, "TX-A", Genesis, 1, "2026-04-01T00:00:00.000000000Z"},
+		{g1, "GT-B", Genesis, 2, "2026-04-01T00:00:00.000000000Z"},
+		{a2, "TX-A", a1.EntryHash, 3, "2026-04-01T00:00:01.000000000Z"}, // txid wins over gtid
+		{s1, "GLOBAL", Genesis, 4, "2026-04-01T00:00:01.000000000Z"},
+		{g2, "GT-B", g1.EntryHash, 5, "2026-04-01T00:00:01.000000000Z"}, // a2 (with txid) is not on GT-B's chain
 	} {
 		if c.e.ChainID() != c.chain || c.e.PrevHash != c.prev || c.e.EventSeq != c.seq || c.e.OccurredAt != c.occurredAt {
 			t.Errorf("entry %d: chain=%s prev=%.12s seq=%d at=%s, want %s %.12s %d %s", i, c.e.ChainID(), c.e.PrevHash, c.e.EventSeq, c.e.OccurredAt, c.chain, c.prev, c.seq, c.occurredAt)

@@ -72,7 +72,7 @@ func TestVerifyDetectsTamperingOfEveryField(t *testing.T) {
 		{"state_to", func(e Entry) any { return "FORGED" }, EntryHashMismatch},
 		{"payload_json", func(e Entry) any { return `{"amount":999999}` }, EntryHashMismatch},
 		{"event_seq", func(e Entry) any { return e.EventSeq + 1 }, EntryHashMismatch}, // +1 keeps the order (fillers deleted)
-		{"occurred_at", func(e Entry) any { return "2030-01-01T00:00:00Z" }, EntryHashMismatch},
+		{"occurred_at", func(e Entry) any { return "2030-01-01T00:00:00.000000000Z" }, EntryHashMismatch},
 		{"prev_hash", func(e Entry) any { return ComputeHash("forged", e) }, PrevHashMismatch},
 		{"entry_hash", func(e Entry) any { return ComputeHash("forged", e) }, EntryHashMismatch},
 		{"prev_hash", func(e Entry) any { return nil }, LegacyUnchainedEntry},

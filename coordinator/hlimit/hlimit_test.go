@@ -92,7 +92,7 @@ func TestReserveAndReleaseJPYAndUSD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r1 != (Reservation{ID: "HRES-1", TxID: "TX-1", BankID: "001", Currency: "JPY", Amount: 600, Mode: "RESERVED", CreatedAt: "2026-04-01T14:30:00Z"}) {
+	if r1 != (Reservation{ID: "HRES-1", TxID: "TX-1", BankID: "001", Currency: "JPY", Amount: 600, Mode: "RESERVED", CreatedAt: "2026-04-01T14:30:00.000000000Z"}) {
 		t.Fatalf("reservation %+v", r1)
 	}
 	// 600 + 401 > 1000: refused, nothing written.
@@ -216,7 +216,7 @@ func TestReleaseForTx(t *testing.T) {
 			return err
 		}
 		for _, r := range rs {
-			if !r.Released || r.ReleasedAt != "2026-04-01T14:31:00Z" {
+			if !r.Released || r.ReleasedAt != "2026-04-01T14:31:00.000000000Z" {
 				return fmt.Errorf("row %+v", r)
 			}
 		}
@@ -472,7 +472,7 @@ func ExampleH_ReserveH() {
 	defer db.Close()
 	db.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO Participants (bank_id, bank_name, ingress_base_url, h_limit, registered_at)
-			VALUES ('001', 'Bank 001', '/bank/001', 1000, '2026-04-01T00:00:00Z')`)
+			VALUES ('001', 'Bank 001', '/bank/001', 1000, '2026-04-01T00:00:00.000000000Z')`)
 		return err
 	})
 	h := New(clock.NewManual(t0), nil)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,7 +176,7 @@ func TestReplayConflictAndInFlight(t *testing.T) {
 	got := rows(t, db)
 	want := HashBody(body).String
 	if len(got) != 1 || got[0].Status != StatusDone || got[0].Response != `{"txid":"TX-1","state":"INITIATED"}` ||
-		got[0].Hash == nil || *got[0].Hash != want || got[0].Created != "2026-04-01T01:00:00Z" {
+		got[0].Hash == nil || *got[0].Hash != want || got[0].Created != "2026-04-01T01:00:00.000000000Z" {
 		t.Fatalf("row %+v", got)
 	}
 }
@@ -317,6 +318,106 @@ func TestOnceRunsOnceAndReplays(t *testing.T) {
 	}
 	if got := rows(t, db); len(got) != 1 {
 		t.Fatalf("rows %+v", got)
+	}
+}
+
+// holdGroup makes the group-commit leader of db run a caller that waits
+// until release is closed, so callers arriving meanwhile queue up and
+// share the next commit. It returns a channel closed when that caller's
+// commit is done.
+func holdGroup(t *testing.T, db *store.DB, release <-chan struct{}) <-chan struct{} {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := db.WriteGrouped(context.Background(), func(*store.Tx) error { close(held); <-release; return nil }); err != nil {
+			t.Error(err)
+		}
+	}()
+	<-held
+	return done
+}
+
+func TestOnceGroupedKeepsSemanticsPerCaller(t *testing.T) {
+	db := openDB(t)
+	k := New(clock.NewManual(t0), nil)
+	ctx := context.Background()
+	w := store.Grouped(db)
+	const callers = 32
+	boom := errors.New("boom")
+	var sharedRuns atomic.Int32
+	type result struct {
+		resp     string
+		replayed bool
+		err      error
+	}
+	results := make([]result, callers)
+	release := make(chan struct{})
+	held := holdGroup(t, db, release)
+	before := db.Stats().Commits
+	var started, wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		started.Add(1)
+		go func() {
+			defer wg.Done()
+			key, fn := fmt.Sprintf("TX:G%d:n:001", i), func(*store.Tx) ([]byte, error) { return []byte(fmt.Sprintf(`{"i":%d}`, i)), nil }
+			switch i % 4 {
+			case 0: // all of these share one key and one body
+				key = "TX:same:n:001"
+				fn = func(*store.Tx) ([]byte, error) { sharedRuns.Add(1); return []byte(`{"shared":true}`), nil }
+			case 1:
+				fn = func(*store.Tx) ([]byte, error) { return nil, fmt.Errorf("caller %d: %w", i, boom) }
+			}
+			started.Done()
+			resp, replayed, err := k.Once(ctx, w, key, []byte("body"), fn)
+			results[i] = result{string(resp), replayed, err}
+		}()
+	}
+	started.Wait()
+	time.Sleep(50 * time.Millisecond) // let the callers queue behind the held group
+	close(release)
+	wg.Wait()
+	<-held
+
+	fresh := 0
+	for i, r := range results {
+		switch i % 4 {
+		case 0:
+			if r.err != nil || r.resp != `{"shared":true}` {
+				t.Errorf("caller %d on the shared key: %+v", i, r)
+			}
+			if !r.replayed {
+				fresh++
+			}
+		case 1:
+			if !errors.Is(r.err, boom) || r.resp != "" {
+				t.Errorf("failing caller %d: %+v, want its own error only", i, r)
+			}
+		default:
+			if r.err != nil || r.replayed || r.resp != fmt.Sprintf(`{"i":%d}`, i) {
+				t.Errorf("caller %d: %+v", i, r)
+			}
+		}
+	}
+	if n := sharedRuns.Load(); n != 1 || fresh != 1 {
+		t.Errorf("shared key: fn ran %d times, %d fresh answers; want 1 and 1 (the rest replays)", n, fresh)
+	}
+	got := rows(t, db)
+	if want := 1 + callers/2; len(got) != want {
+		t.Fatalf("%d keys stored, want %d (one shared + the succeeding callers; failing callers leave none)", len(got), want)
+	}
+	for _, r := range got {
+		if r.Status != StatusDone {
+			t.Errorf("key %s is %s", r.Key, r.Status)
+		}
+	}
+	if c := db.Stats().Commits - before; c >= callers/2 {
+		t.Errorf("%d commits for %d grouped callers: commits were not shared", c, callers)
+	}
+	// A changed body is still a conflict through the grouped writer.
+	if _, _, err := k.Once(ctx, w, "TX:same:n:001", []byte("changed"), nil); !domainerr.Has(err, "IDEMPOTENCY_KEY_CONFLICT") {
+		t.Fatalf("changed body: %v", err)
 	}
 }
 

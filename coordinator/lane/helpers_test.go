@@ -33,8 +33,8 @@ func newEnv(t testing.TB) *env {
 	log := finality.New(clk)
 	e := &env{db: db, lanes: New(db, log, sysmode.Gate{}, clk, nil), modes: sysmode.NewController(db, log, clk, nil), clk: clk}
 	e.exec(t, `INSERT INTO Participants (bank_id, bank_name, ingress_base_url, h_limit, h_used, registered_at) VALUES
-		('001', 'Bank One', '/bank/001', 1000000, 0, '2026-01-01T00:00:00Z'),
-		('002', 'Bank Two', '/bank/002', 1000000, 0, '2026-01-01T00:00:00Z')`)
+		('001', 'Bank One', '/bank/001', 1000000, 0, '2026-01-01T00:00:00.000000000Z'),
+		('002', 'Bank Two', '/bank/002', 1000000, 0, '2026-01-01T00:00:00.000000000Z')`)
 	return e
 }
 

@@ -29,7 +29,7 @@ func TestInsertTxWithLogCreatesRowAndFirstEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	if lane != "EXPRESS" || state != "RECEIVED" || owner != "ZC" || version != 0 || amount != 5000 || purpose != "P2P" ||
-		created != "2026-04-01T09:00:00Z" || pending != created {
+		created != "2026-04-01T09:00:00.000000000Z" || pending != created {
 		t.Fatalf("row = %s %s %s v%d %d %s %s %s", lane, state, owner, version, amount, purpose, created, pending)
 	}
 	if res.Entry.EventType != finality.PaymentInitiated || res.Entry.StateFrom != "" || res.Entry.StateTo != "RECEIVED" ||
@@ -112,7 +112,7 @@ func TestTransitionWithLogMovesStateAndChains(t *testing.T) {
 	var proof, pending string
 	if err := e.db.Read(ctx, func(tx *store.Tx) error {
 		return tx.QueryRowContext(ctx, "SELECT decision_proof_ref, pending_since FROM Transactions WHERE txid='TX-1'").Scan(&proof, &pending)
-	}); err != nil || proof != "DP-SETTLED" || pending != "2026-04-01T09:00:01Z" {
+	}); err != nil || proof != "DP-SETTLED" || pending != "2026-04-01T09:00:01.000000000Z" {
 		t.Fatalf("columns proof=%s pending=%s err=%v", proof, pending, err)
 	}
 	e.verify(t)
@@ -245,7 +245,7 @@ func TestCancelReleasesNonJPYOnCurrencyLimits(t *testing.T) {
 			return err
 		}
 		return tx.QueryRowContext(ctx, "SELECT released_at FROM HReservations WHERE reservation_id='HR-U'").Scan(&released)
-	}); err != nil || used != 0 || released.String != "2026-04-01T09:00:00Z" {
+	}); err != nil || used != 0 || released.String != "2026-04-01T09:00:00.000000000Z" {
 		t.Fatalf("USD h_used=%d released_at=%v err=%v", used, released, err)
 	}
 	if jpy, _ := e.hUsed(t, "001"); jpy != 0 {

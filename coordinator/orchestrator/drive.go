@@ -529,7 +529,7 @@ func (o *Orchestrator) afterDebit(ctx context.Context, r txRow) (bool, error) {
 func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) error {
 	var resp bankapi.ExecuteResponse
 	err := o.banks.Call(ctx, r.PayeeBank, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
-		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct}, &resp)
+		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct, Lane: r.Lane}, &resp)
 	if err != nil {
 		return o.execFailed(ctx, r, err, ReasonExecCreditFailed)
 	}

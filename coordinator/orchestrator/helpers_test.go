@@ -86,7 +86,7 @@ func (f *fakeBanks) Call(ctx context.Context, bankID string, req bankapi.Request
 			}
 		}
 		*r = bankapi.ExecuteResponse{Result: bankapi.ResultOK, BankProofRef: bankapi.BankProofRef{IssuerBankID: bankID, ProofType: typ,
-			ProofID: "PRF-" + bankID, RecordedAt: "2026-12-02T01:00:00Z", Venue: bankapi.VenueBankLedger}}
+			ProofID: "PRF-" + bankID, RecordedAt: "2026-12-02T01:00:00.000000000Z", Venue: bankapi.VenueBankLedger}}
 	case *bankapi.NotifyResponse:
 		*r = bankapi.NotifyResponse{Result: bankapi.ResultNotified}
 	case *bankapi.DebitSettledResponse:

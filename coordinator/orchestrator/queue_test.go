@@ -65,7 +65,7 @@ func TestQueueRetryPolicyEveryCategory(t *testing.T) {
 			it := items[0]
 			cases := f.count(`SELECT COUNT(*) FROM Cases WHERE related_txid = ?`, r.TxID)
 			if c.retry {
-				if it.Status != StatusReady || it.Attempts != 1 || it.NextAttemptAt != "2026-12-02T01:00:01Z" || cases != 0 {
+				if it.Status != StatusReady || it.Attempts != 1 || it.NextAttemptAt != "2026-12-02T01:00:01.000000000Z" || cases != 0 {
 					t.Fatalf("retry expected: %+v, cases %d", it, cases)
 				}
 				// Not due before the backoff; due after it, and then it settles.

@@ -83,7 +83,7 @@ func TestRegistryRoundTripAndReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.IngressBaseURL != "/bank/001" || p.ParticipationMode != ModeFull || *p.TxAmountLimit != 5000 || p.RegisteredAt != "2026-12-02T01:00:00Z" ||
+	if p.IngressBaseURL != "/bank/001" || p.ParticipationMode != ModeFull || *p.TxAmountLimit != 5000 || p.RegisteredAt != "2026-12-02T01:00:00.000000000Z" ||
 		p.EffectiveHVThreshold() != DefaultHVThreshold {
 		t.Fatalf("%+v", p)
 	}

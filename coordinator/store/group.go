@@ -64,6 +64,7 @@ func (db *DB) leadGroups() {
 		db.groupMu.Unlock()
 
 		err := db.run(context.Background(), db.w, func(tx *Tx) error {
+			tx.shared = true
 			for _, r := range group {
 				var fatal error
 				if r.err, fatal = runInSavepoint(tx, r); fatal != nil {

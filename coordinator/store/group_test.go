@@ -92,3 +92,44 @@ func TestWriteGroupedHonoursCancelledContext(t *testing.T) {
 		t.Fatalf("err %v ran %v", err, ran)
 	}
 }
+
+// TestWriteGroupedCallerCancelledMidWrite: a caller whose context is
+// cancelled after its fn started cannot interrupt the shared transaction:
+// its statements run to the end (it asked before it was queued), and its
+// neighbours in the group commit.
+func TestWriteGroupedCallerCancelledMidWrite(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errs[i] = db.WriteGrouped(ctx, func(tx *Tx) error {
+				if i%2 == 0 {
+					cancel() // the caller gives up while its write is under way
+				}
+				_, err := tx.ExecContext(ctx, "INSERT INTO kv VALUES (?)", fmt.Sprint("k", i))
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	var n int
+	if err := db.Read(context.Background(), func(tx *Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n)
+	}); err != nil || n != len(errs) {
+		t.Fatalf("rows %d (%v), want %d: a cancelled caller broke its group", n, err, len(errs))
+	}
+}

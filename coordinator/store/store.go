@@ -219,6 +219,18 @@ type Tx struct {
 	stats  *Stats
 	db     *DB             // set for write transactions: source of cached statements
 	missed map[string]bool // statements to prepare after this transaction
+	// shared marks a group-commit transaction: it carries several callers'
+	// writes, so no one caller's cancellation may interrupt a statement
+	// (SQLite would abandon the whole transaction, neighbours included).
+	shared bool
+}
+
+// detach drops the caller's cancellation inside a shared transaction.
+func (tx *Tx) detach(ctx context.Context) context.Context {
+	if tx.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
@@ -238,6 +250,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 // ExecContext runs a statement.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.stats.Statements.Add(1)
+	ctx = tx.detach(ctx)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -247,6 +260,7 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 // QueryContext runs a query.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	tx.stats.Statements.Add(1)
+	ctx = tx.detach(ctx)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -256,6 +270,7 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 // QueryRowContext runs a single-row query.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	tx.stats.Statements.Add(1)
+	ctx = tx.detach(ctx)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

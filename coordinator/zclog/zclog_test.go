@@ -59,33 +59,33 @@ func TestLines(t *testing.T) {
 			log: func(l *slog.Logger) {
 				WithRequest(l, "req-1").With("txid", "TX-001", "lane", "EXPRESS").Info("lane.dispatch", "amount", int64(1000))
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"lane.dispatch","request_id":"req-1","txid":"TX-001","lane":"EXPRESS","amount":1000}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"lane.dispatch","request_id":"req-1","txid":"TX-001","lane":"EXPRESS","amount":1000}`,
 		},
 		{
 			name: "no request id is null",
 			log:  func(l *slog.Logger) { l.Warn("queue.ack", "attempt", 3) },
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"warn","event":"queue.ack","request_id":null,"attempt":3}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"warn","event":"queue.ack","request_id":null,"attempt":3}`,
 		},
 		{
 			name: "request id from context",
 			log: func(l *slog.Logger) {
 				l.InfoContext(ContextWithRequestID(context.Background(), "req-ctx"), "http.request", "path", "/api/transfers")
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"http.request","request_id":"req-ctx","path":"/api/transfers"}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"http.request","request_id":"req-ctx","path":"/api/transfers"}`,
 		},
 		{
 			name: "baggage request id wins over context",
 			log: func(l *slog.Logger) {
 				WithRequest(l, "req-bag").InfoContext(ContextWithRequestID(context.Background(), "req-ctx"), "http.request")
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"http.request","request_id":"req-bag"}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"http.request","request_id":"req-bag"}`,
 		},
 		{
 			name: "top-level secrets redacted, case-insensitive, _pii suffix",
 			log: func(l *slog.Logger) {
 				l.Info("bank.call", "vault_ref", "V-1", "Password", "hunter2", "preimage", "00ff", "secret", "s", "payer_name_pii", "Yamada", "pii", "kept")
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"bank.call","request_id":null,"vault_ref":"[REDACTED]","Password":"[REDACTED]","preimage":"[REDACTED]","secret":"[REDACTED]","payer_name_pii":"[REDACTED]","pii":"kept"}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"bank.call","request_id":null,"vault_ref":"[REDACTED]","Password":"[REDACTED]","preimage":"[REDACTED]","secret":"[REDACTED]","payer_name_pii":"[REDACTED]","pii":"kept"}`,
 		},
 		{
 			name: "secrets in baggage and nested groups",
@@ -94,7 +94,7 @@ func TestLines(t *testing.T) {
 					slog.Group("payer", slog.String("bank_id", "001"), slog.Group("kyc", slog.String("address_pii", "Tokyo"), slog.Int("level", 2))),
 					slog.Group("password", slog.String("a", "b")))
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"htlc.claim","request_id":null,"secret":"[REDACTED]","htlc":{"preimage":"[REDACTED]","payer":{"bank_id":"001","kyc":{"address_pii":"[REDACTED]","level":2}},"password":"[REDACTED]"}}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"htlc.claim","request_id":null,"secret":"[REDACTED]","htlc":{"preimage":"[REDACTED]","payer":{"bank_id":"001","kyc":{"address_pii":"[REDACTED]","level":2}},"password":"[REDACTED]"}}`,
 		},
 		{
 			name: "secrets inside maps, structs, slices and JSON marshalers",
@@ -107,8 +107,8 @@ func TestLines(t *testing.T) {
 					"custom", customJSON{inner: "visible"},
 					"ptr", &account{Number: "9", Secret: "q"})
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"vault.store","request_id":null,` +
-				`"payer":{"bank_id":"001","vault_ref":"[REDACTED]","name_pii":"[REDACTED]","Password":"[REDACTED]","Accounts":[{"number":"1234567","secret":"[REDACTED]","extra":{"branch":"101","pin_pii":"[REDACTED]"}}],"created_at":"2026-04-01T00:30:00.123Z"},` +
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"vault.store","request_id":null,` +
+				`"payer":{"bank_id":"001","vault_ref":"[REDACTED]","name_pii":"[REDACTED]","Password":"[REDACTED]","Accounts":[{"number":"1234567","secret":"[REDACTED]","extra":{"branch":"101","pin_pii":"[REDACTED]"}}],"created_at":"2026-04-01T00:30:00.123000000Z"},` +
 				`"meta":{"deep":{"list":[{"ok":"y","secret":"[REDACTED]"}]},"z":1},` +
 				`"custom":{"preimage":"[REDACTED]","shown":"visible"},` +
 				`"ptr":{"number":"9","secret":"[REDACTED]","extra":null}}`,
@@ -120,19 +120,19 @@ func TestLines(t *testing.T) {
 					map[string]any{"requested": 1000, "vault_ref": "V-1"}))
 				l.Error("lane.failed", "error", err)
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"error","event":"lane.failed","request_id":null,"error":{"name":"DomainError","message":"reserve: H_LIMIT_EXCEEDED: h limit exceeded","reason_code":"H_LIMIT_EXCEEDED","details":{"requested":1000,"vault_ref":"[REDACTED]"}}}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"error","event":"lane.failed","request_id":null,"error":{"name":"DomainError","message":"reserve: H_LIMIT_EXCEEDED: h limit exceeded","reason_code":"H_LIMIT_EXCEEDED","details":{"requested":1000,"vault_ref":"[REDACTED]"}}}`,
 		},
 		{
 			name: "plain error flattened, error inside a map",
 			log: func(l *slog.Logger) {
 				l.Error("bank.error", "error", errors.New("connection reset"), "ctx", map[string]any{"cause": errors.New("eof")})
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"error","event":"bank.error","request_id":null,"error":{"name":"*errors.errorString","message":"connection reset","reason_code":null,"details":null},"ctx":{"cause":{"name":"*errors.errorString","message":"eof","reason_code":null,"details":null}}}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"error","event":"bank.error","request_id":null,"error":{"name":"*errors.errorString","message":"connection reset","reason_code":null,"details":null},"ctx":{"cause":{"name":"*errors.errorString","message":"eof","reason_code":null,"details":null}}}`,
 		},
 		{
 			name: "attributes cannot overwrite fixed fields",
 			log:  func(l *slog.Logger) { l.Info("dns.kick", "event", "spoof", "level", "x") },
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"dns.kick","request_id":null,"_event":"spoof","_level":"x"}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"dns.kick","request_id":null,"_event":"spoof","_level":"x"}`,
 		},
 		{
 			name: "below the level writes nothing",
@@ -144,21 +144,21 @@ func TestLines(t *testing.T) {
 			log: func(l *slog.Logger) {
 				l.WithGroup("eod").Info("eod.run", "took", 1500*time.Millisecond, "none", nil)
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"eod.run","request_id":null,"eod":{"took":"1.5s","none":null}}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"eod.run","request_id":null,"eod":{"took":"1.5s","none":null}}`,
 		},
 		{
 			name: "byte slices as base64, byte arrays as hex",
 			log: func(l *slog.Logger) {
 				l.Info("finality.append", "raw", []byte{1, 2, 3}, "digest", [4]byte{0xde, 0xad, 0xbe, 0xef})
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"finality.append","request_id":null,"raw":"AQID","digest":"deadbeef"}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"finality.append","request_id":null,"raw":"AQID","digest":"deadbeef"}`,
 		},
 		{
 			name: "groups without attributes are omitted",
 			log: func(l *slog.Logger) {
 				l.WithGroup("outer").WithGroup("inner").Info("dns.settle", slog.Group("empty"))
 			},
-			want: `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"dns.settle","request_id":null}`,
+			want: `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"dns.settle","request_id":null}`,
 		},
 	}
 	for _, c := range cases {
@@ -183,7 +183,7 @@ func TestChildDoesNotLeakIntoParent(t *testing.T) {
 	parent := WithRequest(l, "req-p")
 	_ = parent.With("txid", "TX-1")
 	parent.Info("lane.cancel")
-	want := `{"ts":"2026-04-01T00:30:00.123Z","level":"info","event":"lane.cancel","request_id":"req-p"}` + "\n"
+	want := `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"lane.cancel","request_id":"req-p"}` + "\n"
 	if buf.String() != want {
 		t.Errorf("got %s want %s", buf.String(), want)
 	}
@@ -249,5 +249,5 @@ func ExampleNew() {
 	child.Info("lane.dispatch", "preimage", "c0ffee")
 	fmt.Print(buf.String())
 	// Output:
-	// {"ts":"2026-04-01T00:00:00Z","level":"info","event":"lane.dispatch","request_id":"req-7","txid":"TX-001","lane":"EXPRESS","preimage":"[REDACTED]"}
+	// {"ts":"2026-04-01T00:00:00.000000000Z","level":"info","event":"lane.dispatch","request_id":"req-7","txid":"TX-001","lane":"EXPRESS","preimage":"[REDACTED]"}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/zcgw/zcgw/jobs"
 	"github.com/zcgw/zcgw/jobs/batchwindow"
 	"github.com/zcgw/zcgw/jobs/dns"
+	"github.com/zcgw/zcgw/jobs/overnight"
+	"github.com/zcgw/zcgw/jobs/overnight/corepickup"
 	"github.com/zcgw/zcgw/outbox/events"
 	"github.com/zcgw/zcgw/outbox/events/kafkapub"
 	"io/fs"
@@ -68,7 +70,15 @@ type Options struct {
 	// `zcgw serve` turns it on; tests and the demo drive Node.Files by hand.
 	WatchFiles bool
 	WatchEvery time.Duration
+	// Schedule runs the batch jobs on their cron schedules (DATA/jobs.json,
+	// CRON_TZ=Asia/Tokyo), after catching up missed daily runs. `zcgw
+	// serve` turns it on; tests and the demo trigger jobs themselves.
+	Schedule bool
 }
+
+// linkTimeout is how long the core link waits for a core's reply before
+// the posting is IN_DOUBT.
+const linkTimeout = 5 * time.Second
 
 // Bank is one bank of the node: its adapter in front of its simulated core.
 type Bank struct {
@@ -77,6 +87,10 @@ type Bank struct {
 	Core    *coresim.Core
 	Link    *corelink.Link
 	Config  BankConfig
+	// Exchange sends the overnight posting files of a batch-window bank
+	// (nil for a real-time bank); Overnight names its folders.
+	Exchange  *overnight.Exchange
+	Overnight overnightFolders
 }
 
 // Node is a running zcgw node.
@@ -255,6 +269,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		ln.Close()
 		return n, err
 	}
+	if err := n.registerJobs(ctx, reg, opts.Clock, log); err != nil {
+		ln.Close()
+		return n, err
+	}
 	n.DNS, n.Windows, err = jobs.RegisterDNSAndWindows(ctx, reg, jobs.DNSAndWindowDeps{DB: n.DB, FinalityLog: n.FinalityLog,
 		Gate: sysmode.Gate{}, Clock: opts.Clock, Logger: log, Acceptor: n.Orchestrator})
 	if err != nil {
@@ -313,6 +331,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
 		}
 		n.goLoop(func() { sweepNonces(runCtx, nonces) })
+		for _, b := range n.Banks {
+			if b.Exchange != nil {
+				n.goLoop(func() { corePickupLoop(runCtx, b, opts.Clock, n.log) })
+			}
+		}
 	}
 	if k := cfg.Kafka; k != nil && len(k.Brokers) > 0 {
 		pub, err := kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
@@ -324,6 +347,13 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.goLoop(func() {
 			if err := pub.Run(runCtx); err != nil && runCtx.Err() == nil {
 				n.log.Error("node.publisher_stopped", "error", err)
+			}
+		})
+	}
+	if opts.Schedule {
+		n.goLoop(func() {
+			if err := n.Jobs.Serve(runCtx); err != nil && runCtx.Err() == nil {
+				n.log.Error("node.scheduler_stopped", "error", err)
 			}
 		})
 	}
@@ -365,7 +395,7 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 		}
 		conn.Close()
 	})
-	if b.Link, err = corelink.Open(ctx, corelink.Config{Bank: bc.BankID, Transport: n.Transport, Timeout: 5 * time.Second,
+	if b.Link, err = corelink.Open(ctx, corelink.Config{Bank: bc.BankID, Transport: n.Transport, Timeout: linkTimeout,
 		Clock: opts.Clock, Logger: opts.Logger, Online: b.Core.Online}); err != nil {
 		return nil, err
 	}
@@ -402,8 +432,21 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	} else if err != nil {
 		return nil, err
 	}
+	if !bc.RealTime {
+		// A batch-window bank takes its BULK and DEFERRED postings as an
+		// overnight file (jobs/overnight) instead of one message each.
+		b.Overnight = overnightFolders{Inbound: path("overnight/" + bc.BankID + "/inbound"), Results: path("overnight/" + bc.BankID + "/results")}
+		if b.Exchange, err = overnight.Open(ctx, overnight.Config{Bank: bc.BankID, DB: b.Adapter.DB(), Outbox: b.Adapter.Outbox(),
+			Inbound: b.Overnight.Inbound, Results: b.Overnight.Results, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
+
+// overnightFolders are where a batch-window bank's core finds its posting
+// files and leaves its result files.
+type overnightFolders struct{ Inbound, Results string }
 
 // drainLoop moves the adapter's outbox to its core: in-doubt rows are
 // resolved by inquiry first, then pending rows are sent.
@@ -420,6 +463,24 @@ func drainLoop(ctx context.Context, a *adapter.Adapter, idle time.Duration, log 
 		select {
 		case <-ctx.Done():
 		case <-time.After(idle):
+		}
+	}
+}
+
+// corePickupLoop is the simulated core's own batch processing: inside its
+// batch window it runs the posting files delivered to its inbound folder
+// and writes their result files (a real core does this on its side).
+func corePickupLoop(ctx context.Context, b *Bank, clk clock.Clock, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := corepickup.PickUp(ctx, b.Core, clk, b.Overnight.Inbound, b.Overnight.Results, nil); err != nil && ctx.Err() == nil {
+				log.Error("node.core_pickup_failed", "bank_id", b.ID, "error", err)
+			}
 		}
 	}
 }

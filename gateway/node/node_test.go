@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
@@ -466,5 +469,55 @@ func TestDNSJobsRunThroughTheNode(t *testing.T) {
 	defer n2.Close()
 	if got := boj(n2); got["001"] != want["001"] || got["002"] != want["002"] {
 		t.Fatalf("BOJ accounts after restart %v, want %v", got, want)
+	}
+}
+
+// TestNodeJobsRunThroughCron: every job body the node registers runs from
+// /internal/cron; EOD closes the day, reconciles both banks with drift 0
+// and writes the reconciliation workbook, whose Summary sheet names both
+// banks.
+func TestNodeJobsRunThroughCron(t *testing.T) {
+	n := start(t)
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("eod-1", 900, "h:001-0001", "h:002-0001"))
+	if a.status != 201 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	n.waitState(t, a.field("txid"), "SETTLED", 20*time.Second)
+	payerCore, payeeCore := n.Config.Banks[0].Accounts[0].CoreAccount, n.Config.Banks[1].Accounts[0].CoreAccount
+	n.waitBalances(t, map[[2]string]int64{{"001", payerCore}: n.Config.Banks[0].Accounts[0].Balance - 900,
+		{"002", payeeCore}: n.Config.Banks[1].Accounts[0].Balance + 900})
+	secret := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
+	for _, job := range []string{"outbox-drain", "idempotency-ttl-cleanup", "case-sla-escalation", "eod"} {
+		r := n.do(t, "POST", "/internal/cron/"+job, "", secret, "")
+		if r.status != 200 || !strings.Contains(string(r.body), "COMPLETED") {
+			t.Fatalf("%s: %d %s", job, r.status, r.body)
+		}
+	}
+	date := clock.BusinessDate(time.Now())
+	f, err := excelize.OpenFile(filepath.Join(n.DataDir, "reports", "recon-"+date+".xlsx"))
+	if err != nil {
+		t.Fatalf("EOD workbook: %v", err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows("Summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, c := range r {
+			if c == "001" || c == "002" {
+				seen[c] = true
+			}
+		}
+	}
+	if !seen["001"] || !seen["002"] {
+		t.Fatalf("Summary sheet does not list both banks: %v", rows)
+	}
+	var drifts int
+	if err := n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM Cases WHERE reason_code LIKE '%DRIFT%'").Scan(&drifts)
+	}); err != nil || drifts != 0 {
+		t.Fatalf("drift cases after a clean day: %d %v", drifts, err)
 	}
 }

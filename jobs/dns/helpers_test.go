@@ -55,7 +55,7 @@ func newEnv(t testing.TB, banks int) *env {
 		lanes: lane.New(db, flog, sysmode.Gate{}, clk, nil)}
 	for i := 1; i <= banks; i++ {
 		e.exec(t, `INSERT INTO Participants (bank_id, bank_name, ingress_base_url, h_limit, registered_at)
-			VALUES (?, ?, ?, 1000000000, '2026-01-01T00:00:00Z')`, bank(i), "Bank "+bank(i), "/bank/"+bank(i))
+			VALUES (?, ?, ?, 1000000000, '2026-01-01T00:00:00.000000000Z')`, bank(i), "Bank "+bank(i), "/bank/"+bank(i))
 	}
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/zclog"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/jobs/ledger"
@@ -259,7 +261,7 @@ func (e Env) history(ctx context.Context, args []string) int {
 			dur = strconv.FormatInt(run.DurationMS, 10) + " ms"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", run.RunID, run.Job, run.BusinessDate, run.RunKey, run.Status,
-			run.Attempts, run.Trigger, clock.Stamp(run.StartedAt), dur)
+			run.Attempts, run.Trigger, shownTime(run.StartedAt), dur)
 	}
 	tw.Flush()
 	return 0
@@ -315,7 +317,7 @@ func (e Env) show(ctx context.Context, args []string) int {
 	}
 	ended, dur := "-", "-"
 	if !run.EndedAt.IsZero() {
-		ended, dur = clock.Stamp(run.EndedAt), strconv.FormatInt(run.DurationMS, 10)+" ms"
+		ended, dur = shownTime(run.EndedAt), strconv.FormatInt(run.DurationMS, 10)+" ms"
 	}
 	fmt.Fprintf(tw, "run\t%d\n", run.RunID)
 	fmt.Fprintf(tw, "job\t%s\n", run.Job)
@@ -324,15 +326,15 @@ func (e Env) show(ctx context.Context, args []string) int {
 	fmt.Fprintf(tw, "status\t%s\n", run.Status)
 	fmt.Fprintf(tw, "attempts\t%d\n", run.Attempts)
 	fmt.Fprintf(tw, "trigger\t%s\n", run.Trigger)
-	fmt.Fprintf(tw, "first started\t%s\n", clock.Stamp(run.FirstStartedAt))
-	fmt.Fprintf(tw, "started\t%s\n", clock.Stamp(run.StartedAt))
+	fmt.Fprintf(tw, "first started\t%s\n", shownTime(run.FirstStartedAt))
+	fmt.Fprintf(tw, "started\t%s\n", shownTime(run.StartedAt))
 	fmt.Fprintf(tw, "ended\t%s\n", ended)
 	fmt.Fprintf(tw, "duration\t%s\n", dur)
 	fmt.Fprintf(tw, "summary\t%s\n", dash(run.Summary))
 	fmt.Fprintf(tw, "error\t%s\n", dash(run.Error))
 	fmt.Fprintf(tw, "holder\t%s (token %d)\n", run.Holder, run.Token)
 	if run.Rerun > 0 {
-		fmt.Fprintf(tw, "forced by\t%s at %s\n", run.ForcedBy, clock.Stamp(run.ForcedAt))
+		fmt.Fprintf(tw, "forced by\t%s at %s\n", run.ForcedBy, shownTime(run.ForcedAt))
 		fmt.Fprintf(tw, "force reason\t%s\n", run.ForceReason)
 		fmt.Fprintf(tw, "supersedes\trun %d\n", run.SupersedesRunID)
 	}
@@ -376,5 +378,9 @@ func NewLogger(dataDir string, stderr io.Writer, stderrIsTerminal bool) (*slog.L
 	if !stderrIsTerminal && stderr != nil {
 		w = io.MultiWriter(f, stderr)
 	}
-	return slog.New(slog.NewJSONHandler(w, nil)), func() { f.Close() }, nil
+	return zclog.New(w, zclog.Options{}), func() { f.Close() }, nil
 }
+
+// shownTime is how the CLI prints an instant to a person: UTC to the
+// second (the stored form carries nanoseconds).
+func shownTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

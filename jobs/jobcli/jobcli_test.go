@@ -74,6 +74,8 @@ finality-audit           daily      no       no        no    0 2 * * *          
 idempotency-ttl-cleanup  daily      yes      no        no    15 3 * * *          2026-12-02 03:15  -
 jobs-ledger-prune        daily      yes      no        yes   45 4 * * *          2026-12-02 04:45  run 1 2026-12-01 daily COMPLETED
 outbox-drain             repeating  no       no        no    * * * * *           -                 -
+overnight-receive        daily      yes      yes       no    0 6 * * *           2026-12-02 06:00  -
+overnight-send           daily      yes      yes       no    0 22 * * *          2026-12-02 22:00  -
 timeout-sweep            repeating  yes      no        no    * * * * *           2026-12-01 23:31  -
 
 schedules are CRON_TZ=Asia/Tokyo; BODY no = not implemented in this build yet (run refuses it)
@@ -93,7 +95,7 @@ func TestRunRefusalsForceHistoryAndShow(t *testing.T) {
 	c.expect(2, "", "zcgw jobs run: --force needs --reason\n", "run", "jobs-ledger-prune", "--date", "2026-11-30", "--force")
 	c.expect(1, "", "zcgw jobs: NOT_FOUND: job eod is configured but no body is registered for it in this build: job has no registered body\n",
 		"run", "eod")
-	c.expect(1, "", `zcgw jobs: NOT_FOUND: no job named "eodd"; configured jobs: bulk-window, case-sla-escalation, deferred-window, dns-intraday-cutoff, dns-kick, dns-settle, eod, finality-audit, idempotency-ttl-cleanup, jobs-ledger-prune, outbox-drain, timeout-sweep: unknown job`+"\n",
+	c.expect(1, "", `zcgw jobs: NOT_FOUND: no job named "eodd"; configured jobs: bulk-window, case-sla-escalation, deferred-window, dns-intraday-cutoff, dns-kick, dns-settle, eod, finality-audit, idempotency-ttl-cleanup, jobs-ledger-prune, outbox-drain, overnight-receive, overnight-send, timeout-sweep: unknown job`+"\n",
 		"run", "eodd")
 	c.clk.Advance(90 * time.Second)
 	c.expect(0, "run 2: jobs-ledger-prune 2026-11-30 daily/rerun-1 COMPLETED in 0 ms (ran 1 of 1 steps, 0 done earlier)\n", "",
@@ -136,7 +138,7 @@ SEQ  STEP                  STATUS     ATTEMPTS  DURATION  SUMMARY / ERROR
 		t.Fatalf("show --json: %d %q %v", code, out, err)
 	}
 	if v.RunID != 2 || v.ForcedBy != "alice" || v.ForceReason != "ledger restored from backup" || v.SupersedesRunID != 1 ||
-		v.ForcedAt != "2026-12-01T14:31:30Z" || len(v.Steps) != 1 || v.Steps[0].Status != "COMPLETED" {
+		v.ForcedAt != "2026-12-01T14:31:30.000000000Z" || len(v.Steps) != 1 || v.Steps[0].Status != "COMPLETED" {
 		t.Fatalf("show --json = %+v", v)
 	}
 }

@@ -16,7 +16,7 @@ func TestParseConfigErrorsNameJobAndField(t *testing.T) {
 		name, doc, job, field, text string
 	}{
 		{"unknown job", `{"jobs": {"eodd": {}}}`, "eodd", "name",
-			`jobs.json: job "eodd": field "name": unknown job; known jobs: bulk-window, case-sla-escalation, deferred-window, dns-intraday-cutoff, dns-kick, dns-settle, eod, finality-audit, idempotency-ttl-cleanup, jobs-ledger-prune, outbox-drain, timeout-sweep`},
+			`jobs.json: job "eodd": field "name": unknown job; known jobs: bulk-window, case-sla-escalation, deferred-window, dns-intraday-cutoff, dns-kick, dns-settle, eod, finality-audit, idempotency-ttl-cleanup, jobs-ledger-prune, outbox-drain, overnight-receive, overnight-send, timeout-sweep`},
 		{"unknown job field", `{"jobs": {"eod": {"schedul": "x"}}}`, "eod", "schedul",
 			`jobs.json: job "eod": field "schedul": unknown field`},
 		{"schedule without JST", `{"jobs": {"eod": {"schedule": "30 23 * * *"}}}`, "eod", "schedule",
@@ -95,7 +95,7 @@ func TestLoadConfigDefaultsWhenAbsent(t *testing.T) {
 			t.Errorf("%s schedule = %q, want %q", j, c.Jobs[j].Schedule, s)
 		}
 	}
-	if len(c.Jobs) != 12 || c.LeaseTTL != 2*time.Minute || c.CatchUpMaxDays != 7 {
+	if len(c.Jobs) != 14 || c.LeaseTTL != 2*time.Minute || c.CatchUpMaxDays != 7 {
 		t.Fatalf("defaults = %d jobs %+v", len(c.Jobs), c)
 	}
 	if err := os.WriteFile(filepath.Join(dir, ConfigFileName), []byte(`{"jobs": {"eod": {"enabled": "yes"}}}`), 0o644); err != nil {

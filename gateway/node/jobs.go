@@ -1,0 +1,103 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/zcgw/zcgw/adapter"
+	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/jobs/eod"
+	"github.com/zcgw/zcgw/jobs/overnight"
+	"github.com/zcgw/zcgw/jobs/scheduler"
+)
+
+// staleClaimAge is how old a CLAIMED outbox row must be before the
+// outbox-drain job hands it to in-doubt resolution: twice the core link's
+// reply timeout, so a drainer still waiting for its reply is never
+// overtaken.
+const staleClaimAge = 2 * linkTimeout
+
+// registerJobs adds the node's own job bodies to reg: the sweeps that keep
+// the coordinator and the outboxes moving, and EOD over every bank. (DNS
+// and the BULK/DEFERRED windows are registered by jobs.RegisterDNSAndWindows.)
+func (n *Node) registerJobs(ctx context.Context, reg *scheduler.Registry, clk clock.Clock, log *slog.Logger) error {
+	keys := idem.New(clk, log)
+	cs := cases.New(clk, log, 0)
+	jobs := []scheduler.Job{
+		{Name: "timeout-sweep", Steps: []scheduler.Step{{Name: "sweep", Run: func(ctx context.Context, _ scheduler.StepContext) (string, error) {
+			r, err := n.Orchestrator.TimeoutSweep(ctx)
+			return fmt.Sprintf("%+v", r), err
+		}}}},
+		{Name: "outbox-drain", Steps: []scheduler.Step{{Name: "drain", Run: func(ctx context.Context, _ scheduler.StepContext) (string, error) {
+			return n.drainOutboxes(ctx)
+		}}}},
+		{Name: "idempotency-ttl-cleanup", Steps: []scheduler.Step{{Name: "sweep", RunTx: func(ctx context.Context, tx *store.Tx, _ scheduler.StepContext) (string, error) {
+			s, err := keys.Sweep(ctx, tx)
+			return fmt.Sprintf("orphans %d, expired %d", s.Orphans, s.Expired), err
+		}}}},
+		{Name: "case-sla-escalation", Steps: []scheduler.Step{{Name: "escalate", RunTx: func(ctx context.Context, tx *store.Tx, _ scheduler.StepContext) (string, error) {
+			ids, err := cs.SweepSLA(ctx, tx)
+			return fmt.Sprintf("escalated %d", len(ids)), err
+		}}}},
+	}
+	for _, j := range jobs {
+		if err := reg.Register(j); err != nil {
+			return err
+		}
+	}
+	var exchanges []*overnight.Exchange
+	for _, a := range n.adapters() {
+		if x := n.Banks[a.BankID()].Exchange; x != nil {
+			exchanges = append(exchanges, x)
+		}
+	}
+	if err := overnight.Register(reg, exchanges); err != nil {
+		return err
+	}
+	_, err := eod.Register(ctx, reg, eod.Config{DB: n.DB, Banks: n.adapters(), DataDir: n.DataDir, Cases: cs, Clock: clk, Logger: log})
+	return err
+}
+
+// drainOutboxes is one pass of the outbox-drain job over every bank:
+// abandoned claims go to in-doubt resolution, in-doubt postings are asked
+// for by reference, due postings are sent, and Cases a crash left unopened
+// are opened. The node's drain loops do the sending continuously; this job
+// is the safety net that also recovers what a crashed drainer left behind.
+func (n *Node) drainOutboxes(ctx context.Context) (string, error) {
+	var errs []error
+	recovered, applied := 0, 0
+	for _, a := range n.adapters() {
+		ob := a.Outbox()
+		r, err := ob.RecoverStaleClaims(ctx, staleClaimAge)
+		recovered += r
+		errs = append(errs, err)
+		d1, err := ob.ResolveInDoubt(ctx)
+		errs = append(errs, err)
+		d2, err := ob.Drain(ctx, 1024)
+		errs = append(errs, err)
+		applied += d1.Applied + d2.Applied
+		_, err = ob.OpenMissingCases(ctx)
+		errs = append(errs, err)
+	}
+	return fmt.Sprintf("recovered %d stale claims, applied %d postings", recovered, applied), errors.Join(errs...)
+}
+
+// adapters lists the banks' adapters in bank order.
+func (n *Node) adapters() []*adapter.Adapter {
+	ids := make([]string, 0, len(n.Banks))
+	for id := range n.Banks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*adapter.Adapter, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, n.Banks[id].Adapter)
+	}
+	return out
+}

@@ -1,0 +1,19 @@
+// Package eod is the end-of-day job: close the JST business date (with the
+// day's transaction figures), reset the participants' daily limits for the
+// next date (recorded per bank), run the full FinalityLog chain audit
+// (a break opens a Case through coordinator/cases), reconcile every bank's
+// shadow ledger with its core through the adapter's reconciliation API,
+// and write the reconciliation workbook (jobs/workbook) to
+// <data>/reports/. Each step is restartable: coordinator-row steps are
+// scheduler RunTx steps (exactly once); the others record their own effect
+// and check it first, or replace their output whole.
+//
+// It also applies a reviewed workbook (ApplyWorkbook, `zcgw recon apply`)
+// through the outbox's operator path and coordinator/cases.
+//
+// It owns the tables in Schema (EodBusinessDates, EodLimitResets,
+// EodChainAudits, EodReconciliations, EodWorkbooks, ReconDecisions) in the
+// coordinator's database. It writes Participants' daily amount columns
+// only in the reset step; it must not write Transactions, FinalityLog or
+// any adapter table except through the adapter and outbox APIs.
+package eod

@@ -1,0 +1,203 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// The field widths of the overnight posting file (docs/eod.md): a
+// RouteFILE posting must fit them, or it could never be written.
+const (
+	FileMaxRef  = 32 // 記帳参照番号 and 取消対象の記帳参照番号
+	FileMaxTxID = 36
+)
+
+// FitsFile reports why p cannot be written into an overnight posting file
+// (nil when it can): Ref and ReversalOf at most FileMaxRef bytes, TxID at
+// most FileMaxTxID, Account "BBB-T-NNNNNNN" (branch, type, number).
+func FitsFile(p Posting) error {
+	if len(p.Ref) > FileMaxRef || len(p.ReversalOf) > FileMaxRef {
+		return fmt.Errorf("ref %q or reversal_of %q longer than %d bytes", p.Ref, p.ReversalOf, FileMaxRef)
+	}
+	if len(p.TxID) > FileMaxTxID {
+		return fmt.Errorf("txid %q longer than %d bytes", p.TxID, FileMaxTxID)
+	}
+	if _, _, _, err := SplitFileAccount(p.Account); err != nil {
+		return err
+	}
+	return nil
+}
+
+// SplitFileAccount splits a core account "BBB-T-NNNNNNN" into branch code,
+// account type and account number, as the overnight file carries them.
+func SplitFileAccount(s string) (branch string, typ uint8, number string, err error) {
+	parts := strings.Split(s, "-")
+	if len(parts) != 3 || len(parts[0]) != 3 || len(parts[1]) != 1 || len(parts[2]) != 7 {
+		return "", 0, "", fmt.Errorf("account %q is not BBB-T-NNNNNNN", s)
+	}
+	for _, p := range parts {
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return "", 0, "", fmt.Errorf("account %q is not BBB-T-NNNNNNN", s)
+			}
+		}
+	}
+	return parts[0], parts[1][0] - '0', parts[2], nil
+}
+
+// fileable selects the PENDING FILE rows of a bank that may go into a file
+// now. Per-account order: no earlier row of the account may be in flight
+// over MQ (PENDING MQ, CLAIMED, IN_DOUBT) or in an unanswered file
+// (IN_FILE). Earlier PENDING FILE rows are no obstacle: they are taken
+// first (id order) into the same file, and the core applies a file in
+// detail order. A reversal waits while the reversed posting is unsettled
+// outside this file or BLOCKED awaiting an operator.
+const fileable = `o.bank = ? AND o.route = 'FILE' AND o.status = 'PENDING'
+	AND NOT EXISTS (SELECT 1 FROM AdapterOutbox e
+		WHERE e.bank = o.bank AND e.account = o.account AND e.id < o.id
+		  AND e.status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE') AND NOT (e.status = 'PENDING' AND e.route = 'FILE'))
+	AND (o.reversal_of IS NULL OR NOT EXISTS (SELECT 1 FROM AdapterOutbox r
+		WHERE r.ref = o.reversal_of
+		  AND (r.status IN ('CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') OR (r.status = 'PENDING' AND r.route = 'MQ'))))`
+
+// TakeForFile moves up to limit fileable FILE postings of bank, oldest
+// first, from PENDING to IN_FILE under fileID, numbering them 1..n (the
+// file's detail numbers), inside the caller's transaction (the exchange's
+// cut). It returns how many it took. Only this call and SettleFromFile
+// move FILE rows.
+func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID string, limit int) (int, error) {
+	if strings.TrimSpace(fileID) == "" || limit <= 0 {
+		return 0, domainerr.New("INVALID_REQUEST", "outbox: TakeForFile needs a file id and a positive limit",
+			map[string]any{"file_id": fileID, "limit": limit})
+	}
+	now := clock.Stamp(o.clk.Now())
+	rows, err := tx.QueryContext(ctx, `UPDATE AdapterOutbox SET status = 'IN_FILE', file_id = ?, file_seq = r.rn, updated_at = ?
+		FROM (SELECT o.id, ROW_NUMBER() OVER (ORDER BY o.id) AS rn FROM AdapterOutbox o
+		      WHERE `+fileable+` ORDER BY o.id LIMIT ?) AS r
+		WHERE AdapterOutbox.id = r.id AND AdapterOutbox.status = 'PENDING' AND AdapterOutbox.route = 'FILE'
+		RETURNING AdapterOutbox.id, AdapterOutbox.ref`, fileID, now, bank, limit)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
+	}
+	type taken struct {
+		id  int64
+		ref string
+	}
+	var got []taken
+	for rows.Next() {
+		var t taken
+		if err := rows.Scan(&t.id, &t.ref); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
+		}
+		got = append(got, t)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
+	}
+	for _, t := range got {
+		if err := o.stateLog(ctx, tx, t.id, "OutboxFiled", Pending, InFile, "", o.actor,
+			map[string]any{"ref": t.ref, "file_id": fileID}); err != nil {
+			return 0, err
+		}
+	}
+	if len(got) > 0 {
+		o.log.InfoContext(ctx, "outbox.file_take", "bank", bank, "file_id", fileID, "postings", len(got))
+	}
+	return len(got), nil
+}
+
+// FileEntry is one posting of an overnight file.
+type FileEntry struct {
+	Seq     int64 // detail number in the file, 1..n
+	Posting Posting
+	Side    byte // 'D' debits the account, 'C' credits it
+	Status  Status
+}
+
+// FileEntries returns the postings of fileID in detail order, with the side
+// each moves the account (a reversal moves it opposite to the reversed
+// posting). tx may be a read transaction.
+func (o *Outbox) FileEntries(ctx context.Context, tx *store.Tx, fileID string) ([]FileEntry, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT o.file_seq, o.ref, o.txid, o.bank, o.account, o.kind, o.amount,
+		COALESCE(o.reversal_of,''), o.status,
+		CASE o.kind WHEN 'DEBIT' THEN 'D' WHEN 'CREDIT' THEN 'C'
+		     ELSE CASE (SELECT r.kind FROM AdapterOutbox r WHERE r.ref = o.reversal_of) WHEN 'CREDIT' THEN 'D' ELSE 'C' END END
+		FROM AdapterOutbox o WHERE o.file_id = ? ORDER BY o.file_seq`, fileID)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
+	}
+	defer rows.Close()
+	var out []FileEntry
+	for rows.Next() {
+		var e FileEntry
+		var kind, status, side string
+		if err := rows.Scan(&e.Seq, &e.Posting.Ref, &e.Posting.TxID, &e.Posting.Bank, &e.Posting.Account, &kind,
+			&e.Posting.Amount, &e.Posting.ReversalOf, &status, &side); err != nil {
+			return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
+		}
+		e.Posting.Kind, e.Posting.Route, e.Status, e.Side = Kind(kind), RouteFILE, Status(status), side[0]
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
+	}
+	return out, nil
+}
+
+// SettleFromFile records the core's answer to an IN_FILE posting, inside
+// the caller's transaction (the exchange's ingestion of the result file):
+// applied -> APPLIED (the shadow balance now includes it), otherwise
+// BLOCKED with reason; the Case of a BLOCKED posting is opened by the next
+// OpenMissingCases, after the transaction commits (DedupKey keeps it to
+// one). A posting that is not IN_FILE is a STATE_GUARD error, so an answer
+// is never applied twice.
+func (o *Outbox) SettleFromFile(ctx context.Context, tx *store.Tx, ref string, applied bool, reason, coreRef string) error {
+	to, event := Applied, "OutboxFileApplied"
+	var appliedAt any
+	now := clock.Stamp(o.clk.Now())
+	if applied {
+		appliedAt, reason = now, ""
+	} else {
+		to, event = Blocked, "OutboxFileBlocked"
+		if reason == "" {
+			reason = "BANK_ERROR"
+		}
+		coreRef = ""
+	}
+	var id int64
+	var txid string
+	err := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox SET status = ?, sends = sends + 1, reason_code = ?,
+		core_ref = ?, applied_at = ?, updated_at = ?, last_error = ?
+		WHERE ref = ? AND status = 'IN_FILE' AND route = 'FILE' RETURNING id, txid`,
+		string(to), nullStr(reason), nullStr(coreRef), appliedAt, now, nullStr(blockedMsg(applied, reason)), ref).Scan(&id, &txid)
+	if err != nil {
+		var status string
+		if qerr := tx.QueryRowContext(ctx, `SELECT status FROM AdapterOutbox WHERE ref = ?`, ref).Scan(&status); qerr == nil {
+			return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is %s, not IN_FILE", ref, status),
+				map[string]any{"ref": ref, "status": status})
+		}
+		return fmt.Errorf("outbox: settle from file %s: %w", ref, err)
+	}
+	if err := o.stateLog(ctx, tx, id, event, InFile, to, reason, o.actor, map[string]any{"ref": ref, "txid": txid}); err != nil {
+		return err
+	}
+	if applied {
+		o.log.InfoContext(ctx, "outbox.apply", "id", id, "ref", ref, "txid", txid, "core_ref", coreRef, "via", "file")
+	} else {
+		o.log.WarnContext(ctx, "outbox.blocked", "id", id, "ref", ref, "txid", txid, "reason_code", reason, "via", "file")
+	}
+	return nil
+}
+
+func blockedMsg(applied bool, reason string) string {
+	if applied {
+		return ""
+	}
+	return "core refused the posting in its result file: " + reason
+}
