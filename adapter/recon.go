@@ -15,7 +15,7 @@ import (
 const (
 	ReconMatched     = "MATCHED"       // core balance == shadow core balance
 	ReconDrift       = "DRIFT"         // a drift is recorded (AdapterReconDrift) with its Case
-	ReconUnsettled   = "UNSETTLED"     // postings in doubt (CLAIMED/IN_DOUBT): not comparable now
+	ReconUnsettled   = "UNSETTLED"     // postings in doubt or in an overnight file (CLAIMED/IN_DOUBT/IN_FILE): not comparable now
 	ReconUnavailable = "UNAVAILABLE"   // the core did not answer the balance inquiry
 	ReconNoCoreValue = "NOT_IN_RESULT" // the result file has no line for the account
 )
