@@ -127,27 +127,41 @@ func (f *fixture) files(dir string) []string {
 	return names
 }
 
-// decide plays the batch window for one transfer through the lane
-// primitives (the only writers of Transactions.state): RECEIVED ->
-// PRECHECKED -> DECIDED_TO_SETTLE, or RECEIVED -> DECIDED_CANCEL with a
+// decide plays the batch window and the settlement for one transfer
+// through the lane primitives (the only writers of Transactions.state):
+// RECEIVED -> PRECHECKED -> DECIDED_TO_SETTLE -> PAYER_EXEC_CONFIRMED ->
+// PAYEE_EXEC_CONFIRMED -> SETTLED, or RECEIVED -> DECIDED_CANCEL with a
 // reason.
 func (f *fixture) decide(txid string, settle bool, reason string) {
 	f.t.Helper()
-	l := lane.New(f.db, finality.New(f.clk), sysmode.Gate{}, f.clk, nil)
 	if settle {
-		for _, tr := range []lane.Transition{
-			{TxID: txid, From: lane.Received, To: lane.Prechecked, EventType: finality.PreCheckPassed},
-			{TxID: txid, From: lane.Prechecked, To: lane.DecidedToSettle, EventType: finality.DecidedToSettle,
-				SetColumns: map[string]any{"decision_proof_ref": "DP-" + txid}},
-		} {
-			if _, err := l.TransitionWithLog(f.ctx, tr); err != nil {
-				f.t.Fatal(err)
-			}
-		}
+		f.advance(txid, lane.Settled)
 		return
 	}
+	l := lane.New(f.db, finality.New(f.clk), sysmode.Gate{}, f.clk, nil)
 	if _, err := l.CancelInFlightTx(f.ctx, lane.Cancel{TxID: txid, ReasonCode: reason, SkipReleaseH: true}); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// advance moves a transfer along the settle path until it reaches to.
+func (f *fixture) advance(txid string, to lane.TxState) {
+	f.t.Helper()
+	l := lane.New(f.db, finality.New(f.clk), sysmode.Gate{}, f.clk, nil)
+	for _, tr := range []lane.Transition{
+		{TxID: txid, From: lane.Received, To: lane.Prechecked, EventType: finality.PreCheckPassed},
+		{TxID: txid, From: lane.Prechecked, To: lane.DecidedToSettle, EventType: finality.DecidedToSettle,
+			SetColumns: map[string]any{"decision_proof_ref": "DP-" + txid}},
+		{TxID: txid, From: lane.DecidedToSettle, To: lane.PayerExecConfirmed, EventType: finality.PayerExecConfirmed},
+		{TxID: txid, From: lane.PayerExecConfirmed, To: lane.PayeeExecConfirmed, EventType: finality.PayeeExecConfirmed},
+		{TxID: txid, From: lane.PayeeExecConfirmed, To: lane.Settled, EventType: finality.Settled},
+	} {
+		if _, err := l.TransitionWithLog(f.ctx, tr); err != nil {
+			f.t.Fatal(err)
+		}
+		if tr.To == to {
+			return
+		}
 	}
 }
 

@@ -16,25 +16,27 @@ import (
 // ResultSuffix names a result file: outbound/<processing name>.result.
 const ResultSuffix = ".result"
 
-// ResultCode is the 振替結果コード a decided transfer gets in the result
-// file:
+// ResultCode is the 振替結果コード a transfer gets in the result file once
+// its outcome is final:
 //
-//	0 振替済         decided to settle (DECIDED_TO_SETTLE and every later state)
+//	0 振替済         SETTLED: the money moved
 //	1 資金不足       cancelled for INSUFFICIENT_FUNDS, BOJ_INSUFFICIENT_FUNDS, H_LIMIT_EXCEEDED
 //	2 預金取引なし   ACCOUNT_NOT_FOUND
 //	3 預金者都合     ACCOUNT_FROZEN
 //	8 委託者都合     CANCEL_BY_PAYER
-//	9 その他         any other cancel, or a record the coordinator refused at submit
+//	9 その他         any other cancel or failed execution, or a record the
+//	                 coordinator refused at submit
 //
-// decided is false while the batch window has not decided the transfer.
-func ResultCode(v orchestrator.View) (code zengin.ResultCode, decided bool) {
-	switch {
-	case v.Decision.Status == string(lane.DecidedToSettle):
+// final is false while the outcome can still change: before the batch
+// window decides, after a decision to settle until SETTLED, and while a
+// transfer is SUSPENDED waiting for a Case to be resolved. A bank is never
+// told 振替済 for money that has not moved, so the result file waits.
+func ResultCode(v orchestrator.View) (code zengin.ResultCode, final bool) {
+	switch v.State {
+	case string(lane.Settled):
 		return zengin.ResultDone, true
-	case v.Decision.Status == string(lane.DecidedCancel), v.State == string(lane.DecidedCancel), v.State == string(lane.Cancelled):
+	case string(lane.DecidedCancel), string(lane.Cancelled), string(lane.FailedExecution):
 		return reasonResult(v.ReasonCode), true
-	case v.State == string(lane.Settled):
-		return zengin.ResultDone, true
 	}
 	return 0, false
 }

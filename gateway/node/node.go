@@ -248,7 +248,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: opts.Clock, Logger: log, PollInterval: 5 * time.Millisecond})
+	// The queue manager's connection leases and heartbeats measure real
+	// elapsed time (its tickers are real), so it runs on the system clock
+	// even when the node's business clock is a manual one: a business-clock
+	// jump must not make live connections look dead to each other.
+	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond})
 	handlers := map[string]http.Handler{}
 	for _, bc := range cfg.Banks {
 		b, err := n.openBank(ctx, runCtx, bc, opts)
