@@ -278,14 +278,12 @@ func (c *Cases) SetState(ctx context.Context, tx *store.Tx, caseID, state, actor
 // escalates nothing twice.
 func (c *Cases) SweepSLA(ctx context.Context, tx *store.Tx) ([]string, error) {
 	now := c.clk.Now()
-	// Stored stamps are RFC3339Nano with a trimmed fraction, whose string
-	// order is wrong within one second; select every deadline up to the end
-	// of now's second by string and compare exactly after parsing.
-	bound := now.UTC().Format("2006-01-02T15:04:05") + "~"
+	// Stored stamps are clock.Stamp (fixed nine-digit fraction), so string
+	// order is time order and SQL compares them directly.
 	rows, err := tx.QueryContext(ctx,
 		`SELECT case_id, sla_deadline FROM Cases
 		 WHERE state IN (?, ?) AND sla_deadline IS NOT NULL AND sla_deadline < ?
-		 ORDER BY sla_deadline, case_id`, StateOpen, StateInProgress, bound)
+		 ORDER BY sla_deadline, case_id`, StateOpen, StateInProgress, clock.Stamp(now))
 	if err != nil {
 		return nil, fmt.Errorf("cases: sweep: %w", err)
 	}
@@ -297,14 +295,7 @@ func (c *Cases) SweepSLA(ctx context.Context, tx *store.Tx) ([]string, error) {
 			rows.Close()
 			return nil, fmt.Errorf("cases: sweep: %w", err)
 		}
-		t, err := clock.ParseStamp(d.deadline)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("cases: sweep: case %s has sla_deadline %q: %w", d.id, d.deadline, err)
-		}
-		if t.Before(now) {
-			overdue = append(overdue, d)
-		}
+		overdue = append(overdue, d)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("cases: sweep: %w", err)

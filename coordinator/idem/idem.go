@@ -200,56 +200,17 @@ func (k *Keys) Sweep(ctx context.Context, tx *store.Tx) (Swept, error) {
 }
 
 // deleteOlder deletes keys of status created strictly before cutoff.
-// Stored instants are RFC3339Nano, whose trimmed fraction makes string
-// order wrong within one second ("…:05Z" sorts after "…:05.3Z"), so rows
-// of whole earlier seconds are deleted by string comparison against the
-// bare second prefix, and rows within cutoff's own second are parsed and
-// compared exactly.
+// Stored instants are clock.Stamp (fixed nine-digit fraction), so string
+// order is time order and SQL compares them directly.
 func deleteOlder(ctx context.Context, tx *store.Tx, status string, cutoff time.Time) (int64, error) {
-	prefix := cutoff.UTC().Format("2006-01-02T15:04:05")
 	res, err := tx.ExecContext(ctx,
-		"DELETE FROM IdempotencyKeys WHERE status = ? AND created_at < ?", status, prefix)
+		"DELETE FROM IdempotencyKeys WHERE status = ? AND created_at < ?", status, clock.Stamp(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
-	}
-	rows, err := tx.QueryContext(ctx,
-		"SELECT key, created_at FROM IdempotencyKeys WHERE status = ? AND created_at >= ? AND created_at < ?",
-		status, prefix, prefix+"~")
-	if err != nil {
-		return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
-	}
-	var due []string
-	for rows.Next() {
-		var key, created string
-		if err := rows.Scan(&key, &created); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
-		}
-		t, err := clock.ParseStamp(created)
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("idem: sweep %s: key %s has created_at %q: %w", status, key, created, err)
-		}
-		if t.Before(cutoff) {
-			due = append(due, key)
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
-	}
-	for _, key := range due {
-		ok, err := store.Applied(tx.ExecContext(ctx,
-			"DELETE FROM IdempotencyKeys WHERE key = ? AND status = ?", key, status))
-		if err != nil {
-			return 0, fmt.Errorf("idem: sweep %s: %w", status, err)
-		}
-		if ok {
-			n++
-		}
 	}
 	return n, nil
 }
