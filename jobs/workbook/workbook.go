@@ -266,6 +266,13 @@ func Write(path string, r Report) (Stats, error) {
 			return st, fmt.Errorf("workbook: %w", err)
 		}
 	}
+	// Hide the control sheet and pick the active one while every sheet is
+	// still empty: both calls parse each worksheet, and on a streamed sheet
+	// that means reading back (and later re-encoding) every written row.
+	if err := f.SetSheetVisible(SheetControl, false, true); err != nil {
+		return st, fmt.Errorf("workbook: hide control sheet: %w", err)
+	}
+	f.SetActiveSheet(0)
 	steps := []struct {
 		name string
 		fn   func() error
@@ -280,10 +287,6 @@ func Write(path string, r Report) (Stats, error) {
 			return st, fmt.Errorf("workbook: sheet %s: %w", step.name, err)
 		}
 	}
-	if err := f.SetSheetVisible(SheetControl, false, true); err != nil {
-		return st, fmt.Errorf("workbook: hide control sheet: %w", err)
-	}
-	f.SetActiveSheet(0)
 	tmp := path + ".tmp"
 	if err := saveSynced(f, tmp); err != nil {
 		_ = os.Remove(tmp)

@@ -71,6 +71,9 @@ func TestWorkbookContentReadBack(t *testing.T) {
 	if vis, _ := f.GetSheetVisible(SheetControl); vis {
 		t.Fatal("control sheet is visible")
 	}
+	if got := f.GetActiveSheetIndex(); got != 0 {
+		t.Fatalf("active sheet index %d, want 0 (%s)", got, SheetSummary)
+	}
 	cells := []struct{ sheet, cell, want string }{
 		{SheetSummary, "C1", "2026-12-01"},
 		{SheetSummary, "E1", "2026-12-01 23:30"}, // JST
