@@ -281,103 +281,61 @@ func (c *checker) finish(size int64, line int64, last int) {
 
 // Reader streams an overnight file, handing over only valid records.
 type Reader struct {
-	sc      *recordio.Scanner
-	ck      *checker
-	pending *fixed.ErrorList
-	done    bool
+	st recordio.Stream[Record]
+	ck *checker
 }
 
 // NewReader reads a posting or result file from r.
 func NewReader(r io.Reader) *Reader {
 	z := &Reader{}
-	z.ck = newChecker(z.add)
-	z.sc = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
+	z.st.MaxErrors = DefaultMaxErrors
+	z.ck = newChecker(z.st.Add)
+	z.st.Scanner = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
 		if e.Reason == fixed.ShortRecord {
 			z.ck.incomplete = true
 		}
-		z.add(e)
+		z.st.Add(e)
 	})
-	z.sc.RecordType = "overnight"
+	z.st.Scanner.RecordType = "overnight"
+	z.st.Decode = z.decode
+	z.st.Finish = func() {
+		sc := z.st.Scanner
+		z.ck.finish(sc.Offset(), sc.Line(), sc.Records())
+	}
 	return z
 }
 
-func (z *Reader) add(e *fixed.Error) {
-	if z.pending == nil {
-		z.pending = fixed.NewErrorList(DefaultMaxErrors)
+func (z *Reader) decode(rec recordio.Record) (Record, bool) {
+	typ, valid := z.ck.check(rec)
+	if !valid {
+		return nil, false
 	}
-	z.pending.Add(e)
-}
-
-func (z *Reader) take() error {
-	if z.pending == nil || z.pending.Len() == 0 {
-		return nil
+	b := rec.Bytes
+	switch {
+	case typ == 'H':
+		return decodeHeader(b), true
+	case typ == 'D' && z.ck.result:
+		return decodeResult(b), true
+	case typ == 'D':
+		return decodePosting(b), true
+	case z.ck.result:
+		return decodeResultTrailer(b), true
+	default:
+		return decodeTrailer(b), true
 	}
-	l := z.pending
-	z.pending = nil
-	return l
 }
 
 // Next returns the next valid record, a *fixed.ErrorList for a broken one,
 // or io.EOF at the end.
-func (z *Reader) Next() (Record, error) {
-	for {
-		if z.done {
-			if err := z.take(); err != nil {
-				return nil, err
-			}
-			return nil, io.EOF
-		}
-		rec, ok := z.sc.Next()
-		if !ok {
-			z.done = true
-			if err := z.sc.Err(); err != nil {
-				return nil, err
-			}
-			z.ck.finish(z.sc.Offset(), z.sc.Line(), z.sc.Records())
-			continue
-		}
-		typ, valid := z.ck.check(rec)
-		if err := z.take(); err != nil {
-			return nil, err
-		}
-		if !valid {
-			continue
-		}
-		b := rec.Bytes
-		switch {
-		case typ == 'H':
-			return decodeHeader(b), nil
-		case typ == 'D' && z.ck.result:
-			return decodeResult(b), nil
-		case typ == 'D':
-			return decodePosting(b), nil
-		case z.ck.result:
-			return decodeResultTrailer(b), nil
-		default:
-			return decodeTrailer(b), nil
-		}
-	}
-}
+func (z *Reader) Next() (Record, error) { return z.st.Next() }
 
 // Records iterates over the file (see zengin.Reader.Records).
-func (z *Reader) Records() iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
-		for {
-			rec, err := z.Next()
-			if err == io.EOF || !yield(rec, err) {
-				return
-			}
-			if err != nil && z.sc.Err() != nil {
-				return
-			}
-		}
-	}
-}
+func (z *Reader) Records() iter.Seq2[Record, error] { return z.st.All() }
 
 // Summary describes what has been read so far.
 func (z *Reader) Summary() Summary {
 	s := z.ck.sum
-	s.Separator, s.Bytes = z.sc.Separator(), z.sc.Offset()
+	s.Separator, s.Bytes = z.st.Scanner.Separator(), z.st.Scanner.Offset()
 	return s
 }
 
@@ -396,17 +354,10 @@ func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
 		errs.Add(e)
 	})
 	sc.RecordType = "overnight"
-	for {
-		rec, ok := sc.Next()
-		if !ok {
-			break
-		}
-		ck.check(rec)
-	}
-	if err := sc.Err(); err != nil {
+	if err := recordio.Drain(sc, func(rec recordio.Record) { ck.check(rec) },
+		func() { ck.finish(sc.Offset(), sc.Line(), sc.Records()) }); err != nil {
 		return ck.sum, err
 	}
-	ck.finish(sc.Offset(), sc.Line(), sc.Records())
 	s := ck.sum
 	s.Separator = sc.Separator()
 	return s, errs.Err()

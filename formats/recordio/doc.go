@@ -9,6 +9,10 @@
 // record as a slice valid until the next call, so reading allocates
 // nothing per record.
 //
+// Stream is the record loop of the format readers built on the Scanner: it
+// gathers the errors found while reading one record and hands them over
+// instead of the record; Drain is the loop of their validators.
+//
 // It knows nothing of record contents (zengin, overnight) and imports only
 // formats/fixed of zcgw; it does no I/O beyond the reader it is given.
 package recordio

@@ -28,105 +28,57 @@ func isRecordStart(c byte) bool {
 // Next returns the error instead and reading continues with the next
 // record. To apply a file all or nothing, Validate it first.
 type Reader struct {
-	sc      *recordio.Scanner
-	ck      *checker
-	pending *fixed.ErrorList
-	done    bool
+	st recordio.Stream[Record]
+	ck *checker
 }
 
 // NewReader reads a Zengin file from r.
 func NewReader(r io.Reader) *Reader {
 	z := &Reader{}
-	z.ck = newChecker(z.add)
-	z.sc = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { z.ck.lost(e); z.add(e) })
-	z.sc.RecordType = "zengin"
+	z.st.MaxErrors = DefaultMaxErrors
+	z.ck = newChecker(z.st.Add)
+	z.st.Scanner = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { z.ck.lost(e); z.st.Add(e) })
+	z.st.Scanner.RecordType = "zengin"
+	z.st.Decode = z.decode
+	z.st.Finish = func() { z.ck.finish(z.st.Scanner.Offset(), z.st.Scanner.Line()) }
 	return z
 }
 
-func (z *Reader) add(e *fixed.Error) {
-	if z.pending == nil {
-		z.pending = fixed.NewErrorList(DefaultMaxErrors)
+func (z *Reader) decode(rec recordio.Record) (Record, bool) {
+	b, kind, typ, valid := z.ck.check(rec)
+	if !valid {
+		return nil, false
 	}
-	z.pending.Add(e)
-}
-
-func (z *Reader) takeErrors() error {
-	if z.pending == nil || z.pending.Len() == 0 {
-		return nil
+	switch typ {
+	case TypeHeader:
+		return decodeHeader(b), true
+	case TypeData:
+		return decodeData(kind, b), true
+	case TypeTrailer:
+		return decodeTrailer(kind, b), true
+	default:
+		return &End{}, true
 	}
-	l := z.pending
-	z.pending = nil
-	return l
 }
 
 // Next returns the next valid record. It returns (nil, *fixed.ErrorList)
 // for a record (or a gap between records) with errors, and (nil, io.EOF)
 // at the end of the file, after any error found at the end (a missing end
 // record). An I/O error is returned as is and ends reading.
-func (z *Reader) Next() (Record, error) {
-	for {
-		if z.done {
-			if err := z.takeErrors(); err != nil {
-				return nil, err
-			}
-			return nil, io.EOF
-		}
-		rec, ok := z.sc.Next()
-		if !ok {
-			z.done = true
-			if err := z.sc.Err(); err != nil {
-				return nil, err
-			}
-			z.ck.finish(z.sc.Offset(), z.sc.Line())
-			continue
-		}
-		b, kind, typ, valid := z.ck.check(rec)
-		if err := z.takeErrors(); err != nil || !valid {
-			if err == nil { // cannot happen: an invalid record reports an error
-				continue
-			}
-			return nil, err
-		}
-		switch typ {
-		case TypeHeader:
-			return decodeHeader(b), nil
-		case TypeData:
-			return decodeData(kind, b), nil
-		case TypeTrailer:
-			return decodeTrailer(kind, b), nil
-		default:
-			return &End{}, nil
-		}
-	}
-}
+func (z *Reader) Next() (Record, error) { return z.st.Next() }
 
 // Records iterates over the file: each step yields a valid record with a
 // nil error, or a nil record with the errors of a broken record (a
 // *fixed.ErrorList) or an I/O error. Breaking out of the loop stops
 // reading.
-func (z *Reader) Records() iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
-		for {
-			rec, err := z.Next()
-			if err == io.EOF {
-				return
-			}
-			if !yield(rec, err) {
-				return
-			}
-			if err != nil && z.sc.Err() != nil {
-				return
-			}
-		}
-	}
-}
+func (z *Reader) Records() iter.Seq2[Record, error] { return z.st.All() }
 
 // Summary describes what has been read so far (the whole file once Next
 // has returned io.EOF).
 func (z *Reader) Summary() Summary {
 	s := z.ck.sum
-	s.Separator = z.sc.Separator()
-	s.Bytes = z.sc.Offset()
+	s.Separator = z.st.Scanner.Separator()
+	s.Bytes = z.st.Scanner.Offset()
 	return s
 }
 
@@ -145,17 +97,10 @@ func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
 	ck := newChecker(func(e *fixed.Error) { errs.Add(e) })
 	sc := recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { ck.lost(e); errs.Add(e) })
 	sc.RecordType = "zengin"
-	for {
-		rec, ok := sc.Next()
-		if !ok {
-			break
-		}
-		ck.check(rec)
-	}
-	if err := sc.Err(); err != nil {
+	if err := recordio.Drain(sc, func(rec recordio.Record) { ck.check(rec) },
+		func() { ck.finish(sc.Offset(), sc.Line()) }); err != nil {
 		return ck.sum, err
 	}
-	ck.finish(sc.Offset(), sc.Line())
 	sum := ck.sum
 	sum.Separator = sc.Separator()
 	return sum, errs.Err()
