@@ -55,6 +55,44 @@ func (h *H) ConsumeDaily(ctx context.Context, tx *store.Tx, bankID string, amoun
 	return d, nil
 }
 
+// GiveBackDailyForTx returns a cancelled transfer's amount to its payer's
+// daily total, inside the cancel's transaction: a transfer that moved no
+// money does not use up the day's limit. It gives back only when the total
+// still belongs to the business date the transfer was accepted on (after
+// the reset nothing of that day is counted any more) and holds at least the
+// amount; it returns the amount given back, 0 when nothing was. The lane
+// cancel primitive calls it once, after its state guard applied, so a
+// transfer is never given back twice.
+func (h *H) GiveBackDailyForTx(ctx context.Context, tx *store.Tx, txid string) (int64, error) {
+	var bankID, created string
+	var amount int64
+	err := tx.QueryRowContext(ctx,
+		"SELECT payer_bank_id, amount_value, created_at FROM Transactions WHERE txid = ?", txid).Scan(&bankID, &amount, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, domainerr.New("TX_NOT_FOUND", "no such transaction", map[string]any{"txid": txid})
+	}
+	if err != nil {
+		return 0, fmt.Errorf("hlimit: give back daily of %s: %w", txid, err)
+	}
+	at, err := clock.ParseStamp(created)
+	if err != nil {
+		return 0, fmt.Errorf("hlimit: give back daily of %s: created_at %q: %w", txid, created, err)
+	}
+	date := clock.BusinessDate(at)
+	ok, err := store.Applied(tx.ExecContext(ctx,
+		`UPDATE Participants SET daily_amount_used = daily_amount_used - ?
+		 WHERE bank_id = ? AND daily_amount_last_reset_date = ? AND daily_amount_used >= ?`,
+		amount, bankID, date, amount))
+	if err != nil {
+		return 0, fmt.Errorf("hlimit: give back daily of %s: %w", txid, err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	h.log.InfoContext(ctx, "hlimit.daily_given_back", "txid", txid, "bank_id", bankID, "amount", amount, "business_date", date)
+	return amount, nil
+}
+
 // DailyOf returns the participant's daily total as of now, applying the
 // lazy reset first (so a new business date reads 0).
 func (h *H) DailyOf(ctx context.Context, tx *store.Tx, bankID string) (Daily, error) {

@@ -52,7 +52,8 @@ func (l *Lanes) CancelInFlightTx(ctx context.Context, c Cancel) (CancelResult, e
 
 // CancelInTx runs c inside the caller's write transaction in the order
 // spec 000 §4 fixes: state guard (the CAS to DECIDED_CANCEL, which also
-// hands the owner back to 'ZC'), then H release, then the log entry, then
+// hands the owner back to 'ZC'), then H release (and the payer's daily
+// total given back, hlimit.GiveBackDailyForTx), then the log entry, then
 // the side updates. H is released only when the CAS applied, so a cancel
 // that lost to a concurrent decision never frees a LOCKED reservation.
 func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelResult, error) {
@@ -114,12 +115,17 @@ func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelR
 			return CancelResult{}, err
 		}
 	}
+	daily, err := hlimit.New(l.clock, l.logger).GiveBackDailyForTx(ctx, tx, c.TxID)
+	if err != nil {
+		return CancelResult{}, fmt.Errorf("lane: give back daily total of %s: %w", c.TxID, err)
+	}
 	payload := map[string]any{}
 	for k, v := range c.Payload {
 		payload[k] = v
 	}
 	payload["reason_code"] = c.ReasonCode
 	payload["h_released"] = released
+	payload["daily_given_back"] = daily
 	if cur.Owner != OwnerZC {
 		payload["owner_from"], payload["owner_to"] = cur.Owner, OwnerZC
 	}

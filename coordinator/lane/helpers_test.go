@@ -113,6 +113,17 @@ func (e *env) hUsed(t testing.TB, bank string) (used int64, unreleased int) {
 	return
 }
 
+func (e *env) dailyUsed(t testing.TB, bank string) int64 {
+	t.Helper()
+	var n int64
+	if err := e.db.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT daily_amount_used FROM Participants WHERE bank_id = ?", bank).Scan(&n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (e *env) totalLogs(t testing.TB) int {
 	t.Helper()
 	var n int

@@ -57,7 +57,8 @@ func TestRacingSameTransitionAppliesExactlyOnce(t *testing.T) {
 }
 
 // Cancel races a decision (H_RESERVED -> DECIDED_TO_SETTLE). Whichever
-// wins, H is released if and only if the cancel won.
+// wins, H is released and the payer's daily total given back if and only
+// if the cancel won, and only once.
 func TestCancelRaceDecidesHRelease(t *testing.T) {
 	ctx := context.Background()
 	wins := map[string]int{}
@@ -65,6 +66,8 @@ func TestCancelRaceDecidesHRelease(t *testing.T) {
 		e := newEnv(t)
 		e.seedTx(t, "TX-X", HReserved, OwnerZC)
 		e.reserveH(t, "TX-X", "001", 5000)
+		// 5,000 of TX-X plus 7,000 of other transfers of the same JST day.
+		e.exec(t, "UPDATE Participants SET daily_amount_used = 12000, daily_amount_last_reset_date = '2026-04-01' WHERE bank_id = '001'")
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		var cancelWon, decideWon atomic.Int32
@@ -101,15 +104,16 @@ func TestCancelRaceDecidesHRelease(t *testing.T) {
 		}
 		r := e.row(t, "TX-X")
 		used, open := e.hUsed(t, "001")
+		daily := e.dailyUsed(t, "001")
 		if cancelWon.Load() == 1 {
 			wins["cancel"]++
-			if r.State != DecidedCancel || used != 0 || open != 0 {
-				t.Fatalf("cancel won but state=%s h_used=%d open=%d", r.State, used, open)
+			if r.State != DecidedCancel || used != 0 || open != 0 || daily != 7000 {
+				t.Fatalf("cancel won but state=%s h_used=%d open=%d daily=%d", r.State, used, open, daily)
 			}
 		} else {
 			wins["decide"]++
-			if r.State != DecidedToSettle || used != 5000 || open != 1 {
-				t.Fatalf("decision won but state=%s h_used=%d open=%d (H must stay reserved)", r.State, used, open)
+			if r.State != DecidedToSettle || used != 5000 || open != 1 || daily != 12000 {
+				t.Fatalf("decision won but state=%s h_used=%d open=%d daily=%d (H and the daily total must stay)", r.State, used, open, daily)
 			}
 		}
 		if r.Version != 1 || r.Logs != 2 {

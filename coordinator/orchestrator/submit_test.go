@@ -108,6 +108,9 @@ func TestIdempotentReplayPerLane(t *testing.T) {
 			if string(a) != string(b) {
 				t.Fatalf("replay differs:\n%s\n%s", a, b)
 			}
+			if p, _ := f.o.Participants().Get(f.ctx, "001"); p.DailyAmountUsed != 7000 {
+				t.Fatalf("daily total counted the replays: %d", p.DailyAmountUsed)
+			}
 			f.run() // still the same answer after the transfer moved on
 			after := f.submit(req, "same-key")
 			if c, _ := json.Marshal(after); string(c) != string(a) {
@@ -123,9 +126,13 @@ func TestIdempotentReplayPerLane(t *testing.T) {
 			changed.Amount.Value++
 			_, err := f.o.Submit(f.ctx, changed, "same-key", "001")
 			wantCode(t, err, "IDEMPOTENCY_KEY_CONFLICT")
-			p, _ := f.o.Participants().Get(f.ctx, "001")
-			if p.DailyAmountUsed != 7000 {
-				t.Fatalf("daily total counted the replays: %d", p.DailyAmountUsed)
+			// A cancelled transfer gives its amount back to the daily total.
+			want := int64(7000)
+			if f.view(first.TxID).State == "CANCELLED" {
+				want = 0
+			}
+			if p, _ := f.o.Participants().Get(f.ctx, "001"); p.DailyAmountUsed != want {
+				t.Fatalf("daily total %d after the transfer ended %s, want %d", p.DailyAmountUsed, f.view(first.TxID).State, want)
 			}
 		})
 	}
@@ -219,4 +226,41 @@ func TestHVEscalation(t *testing.T) {
 		t.Fatal("escalation not recorded in PaymentInitiated")
 	}
 	_ = bankapi.MaxAmountValue
+}
+
+// A cancelled transfer moved no money, so it gives its amount back to the
+// payer's daily total and the bank can send again the same day; a settled
+// one keeps counting.
+func TestCancelledTransferGivesBackDailyTotal(t *testing.T) {
+	f := newFixture(t, nil)
+	f.setParticipant("001", func(p *participants.Participant) { p.DailyAmountLimit = i64(10_000) })
+	f.b.proofType = ProofPayerHVIsolation
+	r := f.submit(pi(LaneHighValue, 8_000), "poor") // no BOJ funds: cancelled
+	if p, _ := f.o.Participants().Get(f.ctx, "001"); p.DailyAmountUsed != 8_000 {
+		t.Fatalf("daily used %d after accepting 8,000", p.DailyAmountUsed)
+	}
+	_, err := f.o.Submit(f.ctx, pi(LaneExpress, 8_000), "too-much", "001")
+	wantCode(t, err, "DAILY_LIMIT_EXCEEDED")
+	f.run()
+	if v := f.view(r.TxID); v.State != "CANCELLED" {
+		t.Fatalf("state %s, want CANCELLED", v.State)
+	}
+	if p, _ := f.o.Participants().Get(f.ctx, "001"); p.DailyAmountUsed != 0 {
+		t.Fatalf("daily used %d after the cancel, want 0", p.DailyAmountUsed)
+	}
+	var given string
+	if err := f.db.Read(f.ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(f.ctx, `SELECT json_extract(payload_json, '$.daily_given_back') FROM FinalityLog
+			WHERE txid = ? AND state_to = 'DECIDED_CANCEL'`, r.TxID).Scan(&given)
+	}); err != nil || given != "8000" {
+		t.Fatalf("cancel entry daily_given_back %q (%v), want 8000", given, err)
+	}
+	ok := f.submit(pi(LaneExpress, 8_000), "again")
+	f.run()
+	if v := f.view(ok.TxID); v.State != "SETTLED" {
+		t.Fatalf("second transfer %s, want SETTLED", v.State)
+	}
+	if p, _ := f.o.Participants().Get(f.ctx, "001"); p.DailyAmountUsed != 8_000 {
+		t.Fatalf("daily used %d after a settled 8,000, want 8,000", p.DailyAmountUsed)
+	}
 }
