@@ -55,41 +55,49 @@ func (h *H) ConsumeDaily(ctx context.Context, tx *store.Tx, bankID string, amoun
 	return d, nil
 }
 
+// DailyDateKey is the payload field of a transfer's first FinalityLog
+// entry that records the JST business date whose daily total its amount
+// was counted in (ConsumeDaily's Daily.BusinessDate).
+const DailyDateKey = "daily_business_date"
+
 // GiveBackDailyForTx returns a cancelled transfer's amount to its payer's
 // daily total, inside the cancel's transaction: a transfer that moved no
-// money does not use up the day's limit. It gives back only when the total
-// still belongs to the business date the transfer was accepted on (after
-// the reset nothing of that day is counted any more) and holds at least the
-// amount; it returns the amount given back, 0 when nothing was. The lane
-// cancel primitive calls it once, after its state guard applied, so a
+// money does not use up the day's limit. It gives back only when the
+// transfer's first entry records the business date it was counted in
+// (DailyDateKey), the total still belongs to that date (after the reset
+// nothing of that day is counted any more) and the total holds at least
+// the amount. It returns the amount given back, 0 when nothing was. The
+// lane cancel primitive calls it once, after its state guard applied, so a
 // transfer is never given back twice.
 func (h *H) GiveBackDailyForTx(ctx context.Context, tx *store.Tx, txid string) (int64, error) {
-	var bankID, created string
+	var bankID string
 	var amount int64
+	var date sql.NullString
 	err := tx.QueryRowContext(ctx,
-		"SELECT payer_bank_id, amount_value, created_at FROM Transactions WHERE txid = ?", txid).Scan(&bankID, &amount, &created)
+		`SELECT t.payer_bank_id, t.amount_value,
+		        (SELECT json_extract(f.payload_json, '$.`+DailyDateKey+`') FROM FinalityLog f
+		          WHERE f.txid = t.txid ORDER BY f.event_seq LIMIT 1)
+		   FROM Transactions t WHERE t.txid = ?`, txid).Scan(&bankID, &amount, &date)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, domainerr.New("TX_NOT_FOUND", "no such transaction", map[string]any{"txid": txid})
 	}
 	if err != nil {
 		return 0, fmt.Errorf("hlimit: give back daily of %s: %w", txid, err)
 	}
-	at, err := clock.ParseStamp(created)
-	if err != nil {
-		return 0, fmt.Errorf("hlimit: give back daily of %s: created_at %q: %w", txid, created, err)
+	if !date.Valid || date.String == "" {
+		return 0, nil // never counted against a daily total
 	}
-	date := clock.BusinessDate(at)
 	ok, err := store.Applied(tx.ExecContext(ctx,
 		`UPDATE Participants SET daily_amount_used = daily_amount_used - ?
 		 WHERE bank_id = ? AND daily_amount_last_reset_date = ? AND daily_amount_used >= ?`,
-		amount, bankID, date, amount))
+		amount, bankID, date.String, amount))
 	if err != nil {
 		return 0, fmt.Errorf("hlimit: give back daily of %s: %w", txid, err)
 	}
 	if !ok {
 		return 0, nil
 	}
-	h.log.InfoContext(ctx, "hlimit.daily_given_back", "txid", txid, "bank_id", bankID, "amount", amount, "business_date", date)
+	h.log.InfoContext(ctx, "hlimit.daily_given_back", "txid", txid, "bank_id", bankID, "amount", amount, "business_date", date.String)
 	return amount, nil
 }
 

@@ -41,10 +41,16 @@ func TestGiveBackDailyForTxOnlyOnItsBusinessDate(t *testing.T) {
 			VALUES ('001', 'Bank 001', '/bank/001', 0, ?), ('002', 'Bank 002', '/bank/002', 0, ?)`, clock.Stamp(clk.Now()), clock.Stamp(clk.Now()))
 		return err
 	})
-	accept := func(txid string, amount int64) {
+	// accept creates a transfer whose amount was counted in date's total
+	// ("" for one never counted).
+	accept := func(txid string, amount int64, date string) {
 		t.Helper()
+		payload := map[string]any{}
+		if date != "" {
+			payload[hlimit.DailyDateKey] = date
+		}
 		res, err := lanes.InsertTxWithLog(ctx, lane.NewTx{TxID: txid, Lane: "EXPRESS", AmountValue: amount, PayerBankID: "001",
-			PayerAccountHash: "h:a", PayeeBankID: "002", PayeeAccountHash: "h:b", IdempotencyKey: "k-" + txid})
+			PayerAccountHash: "h:a", PayeeBankID: "002", PayeeAccountHash: "h:b", IdempotencyKey: "k-" + txid, Payload: payload})
 		if err != nil || !res.Inserted {
 			t.Fatalf("insert %s: %+v %v", txid, res, err)
 		}
@@ -67,16 +73,20 @@ func TestGiveBackDailyForTxOnlyOnItsBusinessDate(t *testing.T) {
 	}
 
 	consume(900)
-	accept("TX-A", 600)
-	accept("TX-B", 400)
+	accept("TX-A", 600, "2026-04-01")
+	accept("TX-B", 400, "2026-04-01")
+	accept("TX-N", 100, "")
 	if n := giveBack("TX-A"); n != 600 || used() != 300 {
 		t.Fatalf("same day: gave back %d, used %d; want 600 and 300", n, used())
+	}
+	if n := giveBack("TX-N"); n != 0 || used() != 300 {
+		t.Fatalf("never counted: gave back %d, used %d; want 0 and 300", n, used())
 	}
 	// TX-B (400) is more than the 300 left: the total never goes negative.
 	if n := giveBack("TX-B"); n != 0 || used() != 300 {
 		t.Fatalf("over the total: gave back %d, used %d; want 0 and 300", n, used())
 	}
-	accept("TX-C", 200)
+	accept("TX-C", 200, "2026-04-01")
 	// 00:00 JST on 04-02: the new day's total owes nothing to 04-01's transfers.
 	clk.Set(time.Date(2026, 4, 1, 15, 0, 0, 0, time.UTC))
 	consume(500)

@@ -58,12 +58,17 @@ func newTx(id string) NewTx {
 // allowed inside package lane) forces state and owner.
 func (e *env) seedTx(t testing.TB, id string, state TxState, owner string) {
 	t.Helper()
-	res, err := e.lanes.InsertTxWithLog(context.Background(), newTx(id))
+	e.seedNewTx(t, newTx(id), state, owner)
+}
+
+func (e *env) seedNewTx(t testing.TB, n NewTx, state TxState, owner string) {
+	t.Helper()
+	res, err := e.lanes.InsertTxWithLog(context.Background(), n)
 	if err != nil || !res.Inserted {
-		t.Fatalf("insert %s: %+v %v", id, res, err)
+		t.Fatalf("insert %s: %+v %v", n.TxID, res, err)
 	}
 	if state != Received || owner != OwnerZC {
-		e.exec(t, "UPDATE Transactions SET state = ?, owner = ? WHERE txid = ?", string(state), owner, id)
+		e.exec(t, "UPDATE Transactions SET state = ?, owner = ? WHERE txid = ?", string(state), owner, n.TxID)
 	}
 }
 

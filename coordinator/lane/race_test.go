@@ -9,6 +9,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -64,7 +65,9 @@ func TestCancelRaceDecidesHRelease(t *testing.T) {
 	wins := map[string]int{}
 	for round := 0; round < 12; round++ {
 		e := newEnv(t)
-		e.seedTx(t, "TX-X", HReserved, OwnerZC)
+		n := newTx("TX-X")
+		n.Payload = map[string]any{"amount": 5000, hlimit.DailyDateKey: "2026-04-01"} // counted in the env clock's JST day
+		e.seedNewTx(t, n, HReserved, OwnerZC)
 		e.reserveH(t, "TX-X", "001", 5000)
 		// 5,000 of TX-X plus 7,000 of other transfers of the same JST day.
 		e.exec(t, "UPDATE Participants SET daily_amount_used = 12000, daily_amount_last_reset_date = '2026-04-01' WHERE bank_id = '001'")

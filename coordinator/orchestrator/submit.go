@@ -11,6 +11,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -150,7 +151,8 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		if err := o.checkTxLimit(ctx, tx, payer, req.Amount.Value); err != nil {
 			return nil, err
 		}
-		if _, err := o.h.ConsumeDaily(ctx, tx, payer.BankID, req.Amount.Value); err != nil {
+		daily, err := o.h.ConsumeDaily(ctx, tx, payer.BankID, req.Amount.Value)
+		if err != nil {
 			return nil, err
 		}
 		txid := req.TxID
@@ -165,7 +167,8 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		if req.PSPRRef != "" {
 			extra["pspr_ref"] = req.PSPRRef
 		}
-		payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": eff}
+		payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": eff,
+			hlimit.DailyDateKey: daily.BusinessDate} // what a cancel gives back to
 		if eff != req.Lane {
 			payload["hv_escalation"] = map[string]any{"hv_threshold": payer.EffectiveHVThreshold(), "parameter": "PR-HV-THRESHOLD"}
 		}
