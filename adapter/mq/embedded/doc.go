@@ -11,10 +11,12 @@
 //     other getter. Commit deletes the session's claimed rows, checking
 //     that it still holds all of them (else MQRC 2003 BACKED_OUT);
 //     Rollback releases them with backout_count+1.
-//   - Every connection keeps a heartbeat row. A connection whose heartbeat
-//     is older than the lease TTL is dead (its process crashed or hung):
-//     any live connection releases its claims with backout_count+1, as a
-//     queue manager backs out the units of a broken connection.
+//   - Every connection keeps a heartbeat row with its own lease end
+//     (heartbeat + its LeaseTTL). A connection past its lease end is dead
+//     (its process crashed or hung): any live connection releases its
+//     claims with backout_count+1, as a queue manager backs out the units
+//     of a broken connection. A process never judges another by its own
+//     TTL.
 //   - Expiry is stored as an instant counted from Put and expired rows are
 //     deleted lazily by the get that would have returned them.
 //   - A waiting Get wakes on an in-process notification from commits and

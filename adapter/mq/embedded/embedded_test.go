@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/mqtest"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 )
 
 func TestConformance(t *testing.T) {
@@ -132,6 +133,92 @@ func TestCommitAfterLeaseLossIsBackedOut(t *testing.T) {
 	}
 	if _, err := sa.Get(done, "IN", mq.Any); mq.ReasonOf(err) != mq.ReasonConnectionBroken {
 		t.Fatalf("stale connection still usable: %v", err)
+	}
+}
+
+// Each connection is judged by its own lease: a short-lease process
+// sharing the file with a long-lease one does not take over the long one's
+// claims after its own (shorter) TTL. (CI caught this: a 1 s child reaped
+// its 30 s parent under load.)
+func TestLeaseIsTheOwnersNotTheReapers(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "q.db")
+	long := mustConnect(t, New(path, Options{Clock: clk, LeaseTTL: time.Hour}))
+	defer long.Close()
+	if err := long.DeclareQueue(ctx, mq.QueueSpec{Name: "POSTINGS"}); err != nil {
+		t.Fatal(err)
+	}
+	sl, _ := long.Session(ctx)
+	if err := sl.Put(ctx, "POSTINGS", &mq.Message{Body: []byte("posting")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sl.Get(ctx, "POSTINGS", mq.Any); err != nil {
+		t.Fatal(err)
+	}
+	short := mustConnect(t, New(path, Options{Clock: clk, LeaseTTL: time.Second}))
+	defer short.Close()
+	clk.Advance(time.Minute) // past the short TTL, well within the long one
+	if n, err := short.reap(ctx); err != nil || n != 0 {
+		t.Fatalf("the short-lease connection restored %d (err %v) of a live long-lease connection's claims", n, err)
+	}
+	if err := sl.Commit(ctx); err != nil {
+		t.Fatalf("the long-lease connection's commit: %v", err)
+	}
+	// The short one's own lease did run out (no heartbeat on the manual
+	// clock): the long one reaps it by the short one's TTL.
+	if err := long.heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.reap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !short.broken.Load() {
+		t.Fatal("the short-lease connection outlived its own lease")
+	}
+}
+
+// A queue file written before mq_connection.lease_until existed gains the
+// column on the first Connect, and its old rows are judged by the
+// connecting process's TTL.
+func TestOldQueueFileGainsLeaseColumn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := store.Open(ctx, path, `CREATE TABLE mq_connection (id TEXT PRIMARY KEY, started_at TEXT NOT NULL, heartbeat_at TEXT NOT NULL);
+		INSERT INTO mq_connection VALUES ('gone', '2026-12-01T00:00:00.000000000Z', '2026-12-01T00:00:00.000000000Z');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	clk := clock.NewManual(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC))
+	c := mustConnect(t, New(path, Options{Clock: clk, LeaseTTL: time.Minute}))
+	defer c.Close()
+	var ids []string
+	if err := c.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM mq_connection WHERE lease_until IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != c.id {
+		t.Fatalf("connections with a lease %v, want only the new one (%s); the stale old row must be reaped", ids, c.id)
 	}
 }
 

@@ -31,7 +31,13 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("helper process for the cross-process tests; runs only as their child")
 	}
 	ctx := context.Background()
-	c, err := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: time.Second}).Connect(ctx)
+	// A crashing child needs a short lease (the parent waits for it to run
+	// out); a consuming one a lease that survives a starved scheduler.
+	lease := 10 * time.Second
+	if os.Getenv(envHelperMode) == "crash" {
+		lease = time.Second
+	}
+	c, err := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: lease}).Connect(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS mq_queue (
 CREATE TABLE IF NOT EXISTS mq_connection (
   id           TEXT PRIMARY KEY,
   started_at   TEXT NOT NULL,
-  heartbeat_at TEXT NOT NULL
+  heartbeat_at TEXT NOT NULL,
+  lease_until  TEXT          -- heartbeat_at + the connection's own LeaseTTL
 );
 CREATE TABLE IF NOT EXISTS mq_message (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,

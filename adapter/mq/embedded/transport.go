@@ -89,9 +89,14 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		done:     make(chan struct{}),
 	}
 	c.log = t.opts.Logger.With("mq_conn", c.id)
-	now := stamp(t.opts.Clock.Now())
+	at := t.opts.Clock.Now()
+	now := stamp(at)
 	if err := db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO mq_connection (id, started_at, heartbeat_at) VALUES (?, ?, ?)`, c.id, now, now)
+		if err := addLeaseColumn(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO mq_connection (id, started_at, heartbeat_at, lease_until) VALUES (?, ?, ?, ?)`,
+			c.id, now, now, stamp(at.Add(t.opts.LeaseTTL)))
 		return err
 	}); err != nil {
 		releaseHub(t.path, c.hub)
@@ -166,7 +171,9 @@ func (c *conn) heartbeatLoop() {
 func (c *conn) heartbeat(ctx context.Context) error {
 	var n int64
 	err := c.db.Write(ctx, func(tx *store.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE mq_connection SET heartbeat_at = ? WHERE id = ?`, stamp(c.t.opts.Clock.Now()), c.id)
+		now := c.t.opts.Clock.Now()
+		res, err := tx.ExecContext(ctx, `UPDATE mq_connection SET heartbeat_at = ?, lease_until = ? WHERE id = ?`,
+			stamp(now), stamp(now.Add(c.t.opts.LeaseTTL)), c.id)
 		if err != nil {
 			return err
 		}
@@ -182,14 +189,20 @@ func (c *conn) heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// reap deletes connections whose heartbeat is older than the lease TTL and
-// restores every message claimed by a connection that no longer exists,
-// with backout_count+1. It returns how many messages it restored.
+// reap deletes connections whose lease has run out and restores every
+// message claimed by a connection that no longer exists, with
+// backout_count+1. It returns how many messages it restored. Each
+// connection's lease is its own (lease_until, from its own LeaseTTL), so
+// processes with different TTLs never judge each other by their own; a row
+// from a queue file written before lease_until existed is judged by this
+// connection's TTL.
 func (c *conn) reap(ctx context.Context) (int64, error) {
-	cutoff := stamp(c.t.opts.Clock.Now().Add(-c.t.opts.LeaseTTL))
+	now := c.t.opts.Clock.Now()
 	var restored int64
 	err := c.db.Write(ctx, func(tx *store.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM mq_connection WHERE heartbeat_at < ?`, cutoff); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mq_connection
+			WHERE lease_until < ? OR (lease_until IS NULL AND heartbeat_at < ?)`,
+			stamp(now), stamp(now.Add(-c.t.opts.LeaseTTL))); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE mq_message
@@ -209,6 +222,21 @@ func (c *conn) reap(ctx context.Context) (int64, error) {
 		c.hub.notifyAll()
 	}
 	return restored, nil
+}
+
+// addLeaseColumn adds mq_connection.lease_until to a queue file created
+// before the column existed (CREATE TABLE IF NOT EXISTS leaves an old table
+// as it is).
+func addLeaseColumn(ctx context.Context, tx *store.Tx) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('mq_connection') WHERE name = 'lease_until'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
+	return err
 }
 
 func (c *conn) DeclareQueue(ctx context.Context, spec mq.QueueSpec) error {
