@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/outbox/events"
@@ -33,7 +35,8 @@ func eventsUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: zcgw events tail [--follow] [--from SEQ] [--poll DUR]")
 	fmt.Fprintln(w, "       zcgw events status")
 	fmt.Fprintln(w, "       zcgw events publish --brokers H:P[,H:P] [--topic T] [--family PREFIX=TOPIC]... [--create-topics N]")
-	fmt.Fprintln(w, "tail prints one JSON object per outbox row: outbox_seq, sent_at, sent_topic and the event message.")
+	fmt.Fprintln(w, "tail prints one JSON object per outbox row: outbox_seq, sent_at, sent_topic, the event message and")
+	fmt.Fprintln(w, "its signature check against the KeyRegistry (\"valid\", \"unsigned\" or \"invalid: why\").")
 }
 
 func runEvents(ctx context.Context, e *env, args []string) int {
@@ -91,7 +94,8 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 	ob := events.New(db, nil)
 	switch sub {
 	case "tail":
-		return eventsTail(ctx, e, ob, *from, *follow, *poll)
+		keys := events.RegistryKeys(ctx, signing.NewRegistry(db, clock.System{}))
+		return eventsTail(ctx, e, ob, keys, *from, *follow, *poll)
 	case "status":
 		c, err := ob.Counts(ctx)
 		if err != nil {
@@ -110,19 +114,40 @@ type tailLine struct {
 	OutboxSeq int64           `json:"outbox_seq"`
 	SentAt    string          `json:"sent_at,omitempty"`
 	SentTopic string          `json:"sent_topic,omitempty"`
+	Signature string          `json:"signature"` // valid | unsigned | invalid: why
 	Message   json.RawMessage `json:"message"`
 }
 
-func eventsTail(ctx context.Context, e *env, ob *events.Outbox, from int64, follow bool, poll time.Duration) int {
+func eventsTail(ctx context.Context, e *env, ob *events.Outbox, keys events.PublicKeys, from int64, follow bool, poll time.Duration) int {
 	enc := json.NewEncoder(e.Stdout)
 	err := ob.Tail(ctx, from, follow, poll, func(r events.Row) error {
-		return enc.Encode(tailLine{OutboxSeq: r.OutboxSeq, SentAt: r.SentAt, SentTopic: r.SentTopic, Message: json.RawMessage(r.MessageJSON)})
+		return enc.Encode(tailLine{OutboxSeq: r.OutboxSeq, SentAt: r.SentAt, SentTopic: r.SentTopic,
+			Signature: signatureVerdict(r, keys), Message: json.RawMessage(r.MessageJSON)})
 	})
 	if err != nil && !(follow && errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(e.Stderr, "zcgw events tail:", err)
 		return 1
 	}
 	return 0
+}
+
+// signatureVerdict checks one stored event's signature block.
+func signatureVerdict(r events.Row, keys events.PublicKeys) string {
+	m, err := r.Message()
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	if m.Signature == nil {
+		return "unsigned"
+	}
+	if err := events.VerifySignature(m, keys); err != nil {
+		var se *events.SignatureError
+		if errors.As(err, &se) {
+			return "invalid: " + se.Reason
+		}
+		return "invalid: " + err.Error()
+	}
+	return "valid"
 }
 
 func eventsPublish(ctx context.Context, e *env, fs *flag.FlagSet, ob *events.Outbox, brokers string, topics kafkapub.Topics, partitions int) int {

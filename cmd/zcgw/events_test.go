@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/outbox/events"
 )
@@ -24,8 +26,18 @@ func appendEvents(t *testing.T, dir string, evs ...finality.Event) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	l := finality.New(clock.NewManual(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)))
-	events.Install(l, events.Producer{})
+	// Signed by a ZC key registered in the data folder's KeyRegistry.
+	at := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	reg := signing.NewRegistry(db, clock.NewManual(at))
+	if _, err := reg.Get(ctx, "KEY-ZC-TEST"); err != nil {
+		if err := reg.Register(ctx, signing.Key{KeyID: "KEY-ZC-TEST", OwnerType: signing.OwnerZC, OwnerRef: "ZC",
+			PublicKey: priv.Public().(ed25519.PublicKey), ValidFrom: at.Add(-time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := finality.New(clock.NewManual(at))
+	events.Install(l, events.Producer{}, &events.Signer{KeyID: "KEY-ZC-TEST", PrivateKey: priv})
 	if err := db.Write(ctx, func(tx *store.Tx) error {
 		for _, ev := range evs {
 			if _, err := l.Append(ctx, tx, ev); err != nil {
@@ -57,10 +69,14 @@ func TestEventsTailAndStatus(t *testing.T) {
 	for _, ln := range lines {
 		var l struct {
 			OutboxSeq int64          `json:"outbox_seq"`
+			Signature string         `json:"signature"`
 			Message   events.Message `json:"message"`
 		}
 		if err := json.Unmarshal([]byte(ln), &l); err != nil {
 			t.Fatalf("%q: %v", ln, err)
+		}
+		if l.Signature != "valid" {
+			t.Errorf("outbox_seq %d: signature %q, want valid", l.OutboxSeq, l.Signature)
 		}
 		got = append(got, l.Message.Name+"/"+l.Message.ChainID+"/"+strings.Repeat("#", int(l.Message.EventSeq)))
 		if l.OutboxSeq != l.Message.Body.FinalitySeq {

@@ -239,14 +239,14 @@ func (d *day) start() error {
 	// installed by the node); the day's jobs append to one on the day's
 	// clock, with the same hook: every entry writes its event outbox row
 	// in the entry's own transaction.
-	d.flog = finality.New(d.clk)
-	events.Install(d.flog, events.Producer{})
 	cfg := nodeConfig()
 	n, err := node.Start(d.ctx, node.Options{DataDir: d.dir, Config: &cfg, Addr: "127.0.0.1:0", Clock: d.nodeClk, Logger: d.log})
 	if err != nil {
 		return err
 	}
 	d.n = n
+	d.flog = finality.New(d.clk)
+	events.Install(d.flog, events.Producer{}, n.EventSigner)
 	d.closers = append(d.closers, n.Close)
 	d.api = newAPIClient(n)
 	d.printf("gateway listening on %s (data %s)\n", n.URL, d.sum.DataDir)

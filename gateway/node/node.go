@@ -111,6 +111,9 @@ type Node struct {
 	Jobs *scheduler.Runner
 	// FinalityLog is the one log every coordinator writer appends to.
 	FinalityLog *finality.Log
+	// EventSigner signs the §12.2 signature block of every event with the
+	// ZC egress key (SigningKeyFile); its public half is in Keys.
+	EventSigner *events.Signer
 	// DNS runs the deferred net settlement cycles; Windows the BULK and
 	// DEFERRED windows with LSM (their job bodies are in Jobs).
 	DNS     *dns.Service
@@ -226,7 +229,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// One FinalityLog for every writer of the coordinator database, so a
 	// hook installed on it (the event outbox) sees every append.
 	n.FinalityLog = finality.New(opts.Clock)
-	events.Install(n.FinalityLog, events.Producer{})
+	n.EventSigner = &events.Signer{KeyID: signer.KeyID, PrivateKey: signer.PrivateKey}
+	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
 	for i := 0; i < cfg.Workers; i++ {
 		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1),
 			FinalityLog: n.FinalityLog, GroupCommit: true}

@@ -19,7 +19,7 @@ func BenchmarkAppend(b *testing.B) {
 			db := openDB(b)
 			l := finality.New(clock.NewManual(t0))
 			if withOutbox {
-				Install(l, Producer{})
+				Install(l, Producer{}, nil)
 			}
 			b.ResetTimer()
 			for done := 0; done < b.N; {

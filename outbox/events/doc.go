@@ -13,7 +13,11 @@
 // kafkapub), and tails the outbox for `zcgw events tail`. With no broker
 // configured the rows simply stay here; nothing else changes.
 //
-// It imports only coordinator/finality, coordinator/store, coordinator/clock
-// and coordinator/domainerr. It never writes the FinalityLog, never talks to
+// Installed with a Signer, every message carries the §12.2 signature block
+// (Ed25519 over the FIXED canonicalization of the header and body fields,
+// the payload covered through entry_hash); VerifySignature checks one.
+//
+// It imports only coordinator/finality, coordinator/store, coordinator/clock,
+// coordinator/signing and coordinator/domainerr. It never writes the FinalityLog, never talks to
 // a broker (kafkapub does) and never deletes outbox rows.
 package events

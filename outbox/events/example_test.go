@@ -21,7 +21,7 @@ func ExampleInstall() {
 	defer db.Close()
 
 	log := finality.New(clock.NewManual(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)))
-	events.Install(log, events.Producer{}) // every append now also queues its event
+	events.Install(log, events.Producer{}, nil) // every append now also queues its event
 	_ = db.Write(ctx, func(tx *store.Tx) error {
 		if _, err := log.Append(ctx, tx, finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"}); err != nil {
 			return err

@@ -60,6 +60,9 @@ type Message struct {
 	ChainID        string   `json:"chain_id"`
 	Aggregate      string   `json:"aggregate"`
 	Body           Body     `json:"body"`
+	// Signature is the §12.2 signature block (signature.go); nil when the
+	// outbox was installed without a Signer.
+	Signature *Signature `json:"signature,omitempty"`
 }
 
 // Body is the FinalityLog entry the event reports.

@@ -43,9 +43,10 @@ func (r Row) Message() (Message, error) {
 
 // Install makes every append of l also insert its EventOutbox row in the
 // same transaction, with p as the §12.2 producer (DefaultProducer when
-// empty). A hook l already had runs first; an error from either rolls the
-// whole transaction back, entry included.
-func Install(l *finality.Log, p Producer) {
+// empty) and, when s is not nil, the §12.2 signature block signed by s. A
+// hook l already had runs first; an error from either rolls the whole
+// transaction back, entry included.
+func Install(l *finality.Log, p Producer, s *Signer) {
 	if p == (Producer{}) {
 		p = DefaultProducer
 	}
@@ -56,7 +57,7 @@ func Install(l *finality.Log, p Producer) {
 				return err
 			}
 		}
-		_, err := Insert(ctx, tx, e, p)
+		_, err := Insert(ctx, tx, e, p, s)
 		return err
 	}
 }
@@ -65,7 +66,7 @@ func Install(l *finality.Log, p Producer) {
 // event_seq, and returns it. Install calls it; call it directly only for
 // an entry appended by a Log without the hook (never twice for one entry:
 // outbox_seq is the entry's event_seq and the second insert fails).
-func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer) (Row, error) {
+func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *Signer) (Row, error) {
 	chain := e.ChainID()
 	var last int64
 	var prevID string
@@ -74,6 +75,11 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer) (Ro
 		return Row{}, fmt.Errorf("events: read tip of chain %s: %w", chain, err)
 	}
 	m := NewMessage(e, last+1, prevID, p)
+	if s != nil {
+		if err := s.Sign(&m); err != nil {
+			return Row{}, err
+		}
+	}
 	b, err := m.encode()
 	if err != nil {
 		return Row{}, fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, chain, err)

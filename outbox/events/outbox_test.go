@@ -60,7 +60,7 @@ func count(t testing.TB, db *store.DB, table string) int {
 func TestInstallWritesOneRowPerEntryWithPerChainSeq(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	entries := appendAll(t, db, l,
 		finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED", Payload: map[string]any{"amount": 1200}},
 		finality.Event{TxID: "TX-2", Type: finality.PaymentInitiated, StateTo: "RECEIVED"},
@@ -124,7 +124,7 @@ func TestInstallWritesOneRowPerEntryWithPerChainSeq(t *testing.T) {
 func TestRolledBackTransactionLeavesNeitherEntryNorOutboxRow(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	boom := errors.New("caller's state change failed")
 	err := db.Write(context.Background(), func(tx *store.Tx) error {
 		if _, err := l.Append(context.Background(), tx, finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"}); err != nil {
@@ -149,7 +149,7 @@ func TestRolledBackTransactionLeavesNeitherEntryNorOutboxRow(t *testing.T) {
 func TestOutboxFailureRollsBackTheEntry(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	// A stray row occupying the next outbox_seq makes the hook's insert fail.
 	if err := db.Write(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.ExecContext(context.Background(), `INSERT INTO EventOutbox (outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at) VALUES (1, 'x', 'X', 1, 'Settled', '{}', '', 'now')`)
@@ -177,7 +177,7 @@ func TestInstallKeepsAnEarlierHook(t *testing.T) {
 		seen = append(seen, e.LogID)
 		return nil
 	}
-	Install(l, Producer{OrgID: "ZC", SystemID: "test"})
+	Install(l, Producer{OrgID: "ZC", SystemID: "test"}, nil)
 	e := appendAll(t, db, l, finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"})
 	rows, _ := New(db, nil).Since(context.Background(), 0, 10)
 	if len(seen) != 1 || seen[0] != e[0].LogID || len(rows) != 1 {
@@ -192,7 +192,7 @@ func TestUnsentMarkSentAndCounts(t *testing.T) {
 	db := openDB(t)
 	clk := clock.NewManual(t0)
 	l := finality.New(clk)
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	var evs []finality.Event
 	for i := 0; i < 5; i++ {
 		evs = append(evs, finality.Event{TxID: fmt.Sprintf("TX-%d", i), Type: finality.PaymentInitiated, StateTo: "RECEIVED"})
@@ -232,7 +232,7 @@ func TestUnsentMarkSentAndCounts(t *testing.T) {
 func TestMarkSentRace(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	var evs []finality.Event
 	var acks []Ack
 	for i := 0; i < 50; i++ {
@@ -268,7 +268,7 @@ func TestMarkSentRace(t *testing.T) {
 func TestTail(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	for i := 0; i < 3; i++ {
 		appendAll(t, db, l, finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"})
 	}
@@ -345,7 +345,7 @@ func FuzzDecodeHeaders(f *testing.F) {
 func TestPublishedMessageVerifiesAgainstTheHashChain(t *testing.T) {
 	db := openDB(t)
 	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{})
+	Install(l, Producer{}, nil)
 	entries := appendAll(t, db, l,
 		finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED", Payload: map[string]any{"memo": "<a&b> 振込", "amount": 1200}},
 		finality.Event{TxID: "TX-1", Type: finality.Settled, StateFrom: "RECEIVED", StateTo: "SETTLED", Payload: json.RawMessage(`{"note":"x<y"}`)},

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/zcgw/zcgw/coordinator/zclog"
+	"github.com/zcgw/zcgw/outbox/events"
 )
 
 // Config configures a Consumer. Zero durations take the defaults noted;
@@ -30,6 +31,13 @@ type Config struct {
 	// default) Run stops with the error and the record is not committed,
 	// so the consumer resumes at it after an operator's fix.
 	SkipRefused bool
+
+	// Keys, when set, verifies every event's §12.2 signature
+	// (events.VerifySignature; events.RegistryKeys reads the coordinator's
+	// KeyRegistry). A missing or failing signature refuses the record as
+	// a *DecodeError on value.signature (EXTERNAL_SIGNATURE_INVALID, or
+	// the key's own code such as KEY_REVOKED).
+	Keys events.PublicKeys
 
 	Logger *slog.Logger
 }
@@ -100,6 +108,9 @@ func (c *Consumer) Next(ctx context.Context) (Event, Result, error) {
 		return Event{}, Result{}, fmt.Errorf("consume: fetch: %w", err)
 	}
 	ev, err := Decode(m)
+	if err == nil && c.cfg.Keys != nil {
+		err = verify(m, ev, c.cfg.Keys)
+	}
 	if err == nil {
 		var res Result
 		res, err = c.proc.Process(ctx, ev, c.h)

@@ -1,7 +1,10 @@
 package consume
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +14,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/outbox/events"
 )
 
 // brokers is the in-process broker (kfake, one broker on 127.0.0.1).
@@ -144,5 +149,82 @@ func TestConsumerRefusedRecords(t *testing.T) {
 	}
 	if got := fmt.Sprint(rejected); got != "[1:INVALID_REQUEST 3:INVARIANT_VIOLATION]" {
 		t.Fatalf("rejected %s", got)
+	}
+}
+
+// signedRecord is record(chain, seq) with a real entry hash, signed.
+func signedRecord(t testing.TB, chain string, seq int64, s events.Signer) kafka.Message {
+	t.Helper()
+	e := finality.Entry{LogID: fmt.Sprintf("%s-%d", chain, seq), TxID: chain, EventType: finality.HReserved, StateTo: "RESERVED",
+		PayloadJSON: `{"amount":1200}`, EventSeq: 100 + seq, OccurredAt: "2026-04-01T01:00:00.000000000Z", PrevHash: "GENESIS"}
+	e.EntryHash = finality.ComputeHash(e.PrevHash, e)
+	m := events.NewMessage(e, seq, "", events.DefaultProducer)
+	if err := s.Sign(&m); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(m)
+	km := kafka.Message{Key: []byte(chain), Value: b}
+	for _, h := range m.Headers() {
+		km.Headers = append(km.Headers, kafka.Header{Key: h.Key, Value: []byte(h.Value)})
+	}
+	return km
+}
+
+// With Keys set, a record whose payload was changed after signing and an
+// unsigned record are refused (recorded with their codes and committed
+// past under SkipRefused); the signed events are applied.
+func TestConsumerVerifiesSignatures(t *testing.T) {
+	topic := fmt.Sprintf("signed.%d", time.Now().UnixNano())
+	createTopic(t, topic, 1)
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	s := events.Signer{KeyID: "KEY-ZC-T", PrivateKey: priv}
+	forged := signedRecord(t, "TX-S", 2, s)
+	forged.Value = bytes.Replace(forged.Value, []byte(`"amount":1200`), []byte(`"amount":9200`), 1)
+	produce(t, onTopic(topic, signedRecord(t, "TX-S", 1, s), forged, record("TX-S", 3), signedRecord(t, "TX-S", 4, s))...)
+
+	ctx := context.Background()
+	db := openConsumerDB(t)
+	keys := func(id string, _ time.Time) (ed25519.PublicKey, error) {
+		if id != s.KeyID {
+			return nil, fmt.Errorf("unknown key %s", id)
+		}
+		return pub, nil
+	}
+	c, err := NewConsumer(Config{Brokers: brokers, GroupID: topic, Topics: []string{topic}, SkipRefused: true,
+		FetchTimeout: time.Second, Keys: keys}, NewProcessor(db, "ledger", nil, nil), addAmount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var outcomes []string
+	for {
+		ev, _, err := c.Next(ctx)
+		if errors.Is(err, ErrNoMessage) {
+			break
+		}
+		var de *DecodeError
+		switch {
+		case err == nil:
+			outcomes = append(outcomes, fmt.Sprintf("%d:applied", ev.EventSeq))
+		case errors.As(err, &de) && de.Field == "value.signature":
+			outcomes = append(outcomes, fmt.Sprintf("%d:bad-signature", de.KafkaOff))
+		default:
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(outcomes); got != "[1:applied 1:bad-signature 2:bad-signature 4:applied]" {
+		t.Fatalf("outcomes %s", got)
+	}
+	if got := effects(t, db); got != "[TX-S/1 TX-S/4]" {
+		t.Fatalf("effects %s", got)
+	}
+	var codes string
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT group_concat(reason_code, ',') FROM (SELECT reason_code FROM EventConsumerRejected ORDER BY kafka_offset)`).Scan(&codes)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if codes != "EXTERNAL_SIGNATURE_INVALID,EXTERNAL_SIGNATURE_INVALID" {
+		t.Fatalf("rejected codes %q", codes)
 	}
 }

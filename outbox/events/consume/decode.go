@@ -33,6 +33,7 @@ type DecodeError struct {
 	Offset    int64
 	Reason    string
 	code      string
+	err       error // the cause, for a signature
 }
 
 func (e *DecodeError) Error() string {
@@ -43,9 +44,27 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("consume: record %s/%d@%d: %s%s: %s", e.Topic, e.Partition, e.KafkaOff, e.Field, at, e.Reason)
 }
 
-// Unwrap gives the reason code: MISSING_FIELD or INVALID_REQUEST.
+// Unwrap gives the reason code: MISSING_FIELD or INVALID_REQUEST, or for
+// a signature the verification's own error.
 func (e *DecodeError) Unwrap() error {
+	if e.err != nil {
+		return e.err
+	}
 	return domainerr.New(e.code, e.Reason, map[string]any{"field": e.Field, "offset": e.Offset, "topic": e.Topic, "partition": e.Partition, "kafka_offset": e.KafkaOff})
+}
+
+// verify checks the signature of a decoded record.
+func verify(m kafka.Message, ev Event, keys events.PublicKeys) error {
+	if err := events.VerifySignature(ev.Message, keys); err != nil {
+		var se *events.SignatureError
+		reason := err.Error()
+		if errors.As(err, &se) {
+			reason = se.Reason
+		}
+		return &DecodeError{Topic: m.Topic, Partition: m.Partition, KafkaOff: m.Offset, Field: "value.signature", Offset: -1,
+			Reason: reason, err: err}
+	}
+	return nil
 }
 
 // maxValue bounds the value Decode accepts (the publisher keeps a whole

@@ -33,7 +33,7 @@ func Example_transferBoard() {
 	zc, _ := store.OpenCoordinator(ctx, filepath.Join(dir, "zc.db"))
 	defer zc.Close()
 	flog := finality.New(clock.NewManual(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)))
-	events.Install(flog, events.Producer{})
+	events.Install(flog, events.Producer{}, nil)
 	_ = zc.Write(ctx, func(tx *store.Tx) error {
 		for _, ev := range []finality.Event{
 			{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"},

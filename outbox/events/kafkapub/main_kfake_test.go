@@ -63,7 +63,7 @@ func newCoordinator(t testing.TB, clk clock.Clock) *coordinator {
 	}
 	t.Cleanup(func() { db.Close() })
 	l := finality.New(clk)
-	events.Install(l, events.Producer{})
+	events.Install(l, events.Producer{}, nil)
 	return &coordinator{db: db, log: l, ob: events.New(db, clk)}
 }
 
