@@ -194,6 +194,51 @@ func TestNameCheckDefersAndNeverThrows(t *testing.T) {
 	}
 }
 
+// An EXPRESS transfer without payee.account_hash names its payee by
+// pspr_ref: the bank resolves it from its own directory, also while the
+// core is in its batch window (no core inquiry), and an unknown or frozen
+// target is a MISMATCH, cached like any answer.
+func TestNameCheckResolvesPSPRRef(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) { cfg.RealTime = false }) // the core could not answer a name check
+	h.account("h:b", "0000002", "B", 0)
+	h.account("h:c", "0000003", "C", 0)
+	for _, a := range [][2]string{{"PSPR-B", "h:b"}, {"PSPR-C", "h:c"}} {
+		if err := h.a.RegisterAlias(h.ctx, a[0], a[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.a.RegisterAlias(h.ctx, "PSPR-B", "h:c"); !domainerr.Has(err, "STATE_GUARD") {
+		t.Fatalf("re-registering a reference: %v", err)
+	}
+	if err := h.a.RegisterAlias(h.ctx, "PSPR-X", "h:none"); !domainerr.Has(err, "ACCOUNT_NOT_FOUND") {
+		t.Fatalf("alias to an unknown account: %v", err)
+	}
+	if err := h.a.SetAccountStatus(h.ctx, "h:c", AccountFrozen); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		id, ref string
+		want    bankapi.NameCheckResponse
+	}{
+		{"n1", "PSPR-B", bankapi.NameCheckResponse{Result: bankapi.ResultMatch, ResolvedAccountHash: "h:b"}},
+		{"n2", "PSPR-UNKNOWN", bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}},
+		{"n3", "PSPR-C", bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountFrozen}},
+	}
+	for _, c := range cases {
+		r, err := h.a.NameCheck(h.ctx, bankapi.NameCheckRequest{RequestIDValue: c.id, TxID: "TX-" + c.id, PSPRRef: c.ref})
+		if err != nil || r != c.want {
+			t.Fatalf("%s: %+v, %v; want %+v", c.ref, r, err, c.want)
+		}
+	}
+	// The answer is cached under its request_id.
+	if r, err := h.a.NameCheck(h.ctx, bankapi.NameCheckRequest{RequestIDValue: "n1", TxID: "TX-n1", PSPRRef: "PSPR-B"}); err != nil || r.ResolvedAccountHash != "h:b" {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+	if _, err := h.a.NameCheck(h.ctx, bankapi.NameCheckRequest{RequestIDValue: "n4", TxID: "TX-4"}); !domainerr.Has(err, "MISSING_FIELD") {
+		t.Fatalf("neither account_hash nor pspr_ref: %v", err)
+	}
+}
+
 func TestReserveDebitReleaseOnTheShadow(t *testing.T) {
 	h := newHarness(t)
 	h.account("h:a", "0000001", "A", 10_000)

@@ -464,20 +464,43 @@ func (a *Adapter) NameCheck(ctx context.Context, req bankapi.NameCheckRequest) (
 	var s Shadow
 	var lookupErr error
 	deferred := bankapi.NameCheckResponse{Result: bankapi.ResultDeferred}
+	notFound := bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}
 	return twoPhase(ctx, a, string(bankapi.NameCheck), req.RequestIDValue, req, func(ctx context.Context) (bankapi.NameCheckResponse, bool, error) {
+		resolved := ""
 		lookupErr = a.db.Read(ctx, func(tx *store.Tx) error {
 			if err := a.requireBank(ctx, tx); err != nil {
 				return err
 			}
+			hash := req.AccountHash
+			if hash == "" {
+				var err error
+				if resolved, err = resolveAlias(ctx, tx, req.PSPRRef); err != nil || resolved == "" {
+					return err
+				}
+				hash = resolved
+			}
 			var err error
-			s, err = readShadow(ctx, tx, req.AccountHash)
+			s, err = readShadow(ctx, tx, hash)
 			return err
 		})
+		if lookupErr == nil && req.AccountHash == "" && resolved == "" {
+			a.log.InfoContext(ctx, "adapter.alias_unknown", "txid", req.TxID, "pspr_ref", req.PSPRRef)
+			return notFound, true, nil
+		}
 		if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") {
-			return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}, true, nil
+			return notFound, true, nil
 		}
 		if lookupErr != nil {
 			return bankapi.NameCheckResponse{}, false, lookupErr
+		}
+		if resolved != "" {
+			// Resolving a reference needs only this bank's directory, not the
+			// core: answered at once, also outside the core's online hours.
+			if s.Status != AccountActive {
+				return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountFrozen}, true, nil
+			}
+			a.log.InfoContext(ctx, "adapter.alias_resolved", "txid", req.TxID, "pspr_ref", req.PSPRRef, "account_hash", resolved)
+			return bankapi.NameCheckResponse{Result: bankapi.ResultMatch, ResolvedAccountHash: resolved}, true, nil
 		}
 		if !a.realTime || a.inBatchWindow() || a.inq == nil {
 			a.log.InfoContext(ctx, "adapter.name_check_deferred", "txid", req.TxID, "real_time", a.realTime,

@@ -131,6 +131,15 @@ CREATE TABLE IF NOT EXISTS AdapterReconDrift (
   resolution     TEXT
 );
 CREATE INDEX IF NOT EXISTS idx_drift_open ON AdapterReconDrift(account_hash) WHERE status = 'OPEN';
+
+-- AdapterAliases: the bank's directory of payee references (pspr_ref) to
+-- its accounts, which resolves an EXPRESS transfer sent without
+-- payee.account_hash (spec 001 §13.1).
+CREATE TABLE IF NOT EXISTS AdapterAliases (
+  pspr_ref     TEXT PRIMARY KEY,
+  account_hash TEXT NOT NULL REFERENCES AdapterAccounts(account_hash),
+  created_at   TEXT NOT NULL
+);
 `
 
 // Schema is the full DDL of an adapter database: the adapter tables plus

@@ -91,6 +91,45 @@ func (a *Adapter) OpenAccount(ctx context.Context, acct Account, openingBalance 
 	})
 }
 
+// RegisterAlias adds pspr_ref to the bank's directory of payee references,
+// pointing at one of its accounts: an EXPRESS transfer sent with that
+// pspr_ref and no payee.account_hash is credited to it (NameCheck
+// resolves it). A reference is registered once (STATE_GUARD after).
+func (a *Adapter) RegisterAlias(ctx context.Context, psprRef, accountHash string) error {
+	if psprRef == "" || accountHash == "" {
+		return domainerr.New("MISSING_FIELD", "an alias needs pspr_ref and account_hash",
+			map[string]any{"pspr_ref": psprRef, "account_hash": accountHash})
+	}
+	return a.db.Write(ctx, func(tx *store.Tx) error {
+		if _, err := readShadow(ctx, tx, accountHash); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAliases (pspr_ref, account_hash, created_at) VALUES (?, ?, ?)`,
+			psprRef, accountHash, a.now())
+		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+			return domainerr.New("STATE_GUARD", "pspr_ref already registered", map[string]any{"pspr_ref": psprRef})
+		}
+		if err != nil {
+			return fmt.Errorf("adapter: register alias %s: %w", psprRef, err)
+		}
+		a.log.InfoContext(ctx, "adapter.alias_registered", "pspr_ref", psprRef, "account_hash", accountHash)
+		return nil
+	})
+}
+
+// resolveAlias returns the account pspr_ref points at, "" when none does.
+func resolveAlias(ctx context.Context, tx *store.Tx, psprRef string) (string, error) {
+	var hash string
+	err := tx.QueryRowContext(ctx, `SELECT account_hash FROM AdapterAliases WHERE pspr_ref = ?`, psprRef).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("adapter: resolve pspr_ref %s: %w", psprRef, err)
+	}
+	return hash, nil
+}
+
 // OpenAccountFromCore registers an account with the balance the core
 // reports now (a balance inquiry over the core link).
 func (a *Adapter) OpenAccountFromCore(ctx context.Context, acct Account) error {

@@ -193,17 +193,24 @@ type AuthorityCheckRequest struct {
 // ---- name-check
 
 // NameCheckRequest asks the payee bank to confirm the account holder name.
+// An EXPRESS transfer sent without payee.account_hash (spec 001 §13.1: the
+// payee bank resolves it from pspr_ref) sends pspr_ref alone: the bank
+// resolves the reference to one of its accounts.
 type NameCheckRequest struct {
 	RequestIDValue string `json:"request_id"`
 	TxID           string `json:"txid"`
 	PSPRRef        string `json:"pspr_ref,omitempty"`
-	AccountHash    string `json:"account_hash"`
+	AccountHash    string `json:"account_hash,omitempty"`
 }
 
-// NameCheckResponse is MATCH, MISMATCH (with reason_code) or DEFERRED.
+// NameCheckResponse is MATCH, MISMATCH (with reason_code) or DEFERRED. A
+// MATCH of a request without account_hash carries the account the
+// pspr_ref resolved to (resolved_account_hash; an extension of spec 004's
+// response, written down in docs/adapter.md).
 type NameCheckResponse struct {
-	Result     string `json:"result"`
-	ReasonCode string `json:"reason_code,omitempty"`
+	Result              string `json:"result"`
+	ReasonCode          string `json:"reason_code,omitempty"`
+	ResolvedAccountHash string `json:"resolved_account_hash,omitempty"`
 }
 
 // ---- account-verify

@@ -135,7 +135,14 @@ func (r *AuthorityCheckRequest) Validate() error {
 func (r *NameCheckRequest) Command() Command  { return NameCheck }
 func (r *NameCheckRequest) RequestID() string { return r.RequestIDValue }
 func (r *NameCheckRequest) Validate() error {
-	return need(NameCheck, "request_id", r.RequestIDValue, "txid", r.TxID, "account_hash", r.AccountHash)
+	if err := need(NameCheck, "request_id", r.RequestIDValue, "txid", r.TxID); err != nil {
+		return err
+	}
+	if r.AccountHash == "" && r.PSPRRef == "" {
+		return domainerr.New("MISSING_FIELD", "name-check: account_hash is required (or pspr_ref, to have the payee bank resolve the account)",
+			map[string]any{"command": string(NameCheck), "field": "account_hash"})
+	}
+	return nil
 }
 
 func (r *AccountVerifyRequest) Command() Command  { return AccountVerify }

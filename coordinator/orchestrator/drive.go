@@ -162,6 +162,7 @@ func resumed(txid, from string, extra map[string]any) lane.Transition {
 type checks struct {
 	authority, name string // "" (not needed or not asked), OK/NG, MATCH/MISMATCH
 	bankReason      string // the bank's reason for an NG / MISMATCH
+	resolved        string // the payee account an EXPRESS pspr_ref resolved to
 }
 
 func (c checks) progress(ctx context.Context, tx *store.Tx, txid, now string) error {
@@ -225,15 +226,20 @@ func (o *Orchestrator) runChecks(ctx context.Context, r txRow) (c checks, wait s
 		}
 		c.authority = "OK"
 	}
-	if r.Lane == LaneStandard && r.Name != bankapi.ResultMatch {
+	resolve := r.Lane == LaneExpress && r.PayeeAcct == ""
+	if (r.Lane == LaneStandard && r.Name != bankapi.ResultMatch) || resolve {
 		var resp bankapi.NameCheckResponse
 		if err := o.banks.Call(ctx, r.PayeeBank, &bankapi.NameCheckRequest{RequestIDValue: requestID(r.TxID, bankapi.NameCheck),
-			TxID: r.TxID, AccountHash: r.PayeeAcct}, &resp); err != nil {
+			TxID: r.TxID, PSPRRef: r.PSPRRef, AccountHash: r.PayeeAcct}, &resp); err != nil {
 			return c, ReasonSuspendNameCheckPending, err
+		}
+		if resolve && resp.Result == bankapi.ResultMatch && resp.ResolvedAccountHash == "" {
+			// A bank that does not resolve references cannot take this transfer.
+			resp = bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}
 		}
 		switch resp.Result {
 		case bankapi.ResultMatch:
-			c.name = bankapi.ResultMatch
+			c.name, c.resolved = bankapi.ResultMatch, resp.ResolvedAccountHash
 		case bankapi.ResultMismatch:
 			c.name, c.bankReason = bankapi.ResultMismatch, resp.ReasonCode
 		default: // DEFERRED: the payee bank cannot answer now
@@ -362,10 +368,15 @@ func (o *Orchestrator) toDecision(ctx context.Context, r txRow, prefix []lane.Tr
 		if err := setProgress(ctx, tx, r.TxID, now, "bank_reservation_ref = ?", resp.ReservationRef); err != nil {
 			return err
 		}
-		return o.applyInTx(ctx, tx, lane.Transition{TxID: r.TxID, From: lane.Prechecked, To: lane.HReserved,
-			EventType: finality.HReserved, SetColumns: map[string]any{"h_reservation_id": hResID, "reason_code": nil},
-			Payload: map[string]any{"h_reservation_id": hResID, "bank_reservation_ref": resp.ReservationRef}},
-			o.decision(r.TxID, lane.HReserved))
+		cols := map[string]any{"h_reservation_id": hResID, "reason_code": nil}
+		payload := map[string]any{"h_reservation_id": hResID, "bank_reservation_ref": resp.ReservationRef}
+		if c.resolved != "" {
+			// The payee account is fixed before DECIDED_TO_SETTLE (001 §13.1).
+			cols["payee_account_hash"], payload["account_resolved_ref"] = c.resolved, c.resolved
+		}
+		reserved := lane.Transition{TxID: r.TxID, From: lane.Prechecked, To: lane.HReserved,
+			EventType: finality.HReserved, SetColumns: cols, Payload: payload}
+		return o.applyInTx(ctx, tx, reserved, o.decision(r.TxID, lane.HReserved))
 	})
 	if domainerr.Has(err, "H_LIMIT_EXCEEDED") {
 		var rel bankapi.ReleaseReserveResponse

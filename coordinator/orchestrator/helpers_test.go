@@ -27,10 +27,13 @@ type fakeBanks struct {
 	failOnce  map[bankapi.Command]bool
 	proofType string                    // proof_type of execute-debit (default PAYER_EXEC_PROOF; HV tests set the isolation proof)
 	onCall    func(cmd bankapi.Command) // runs before answering (outside the lock)
+	aliases   map[string]string         // pspr_ref -> account_hash the payee bank resolves
+	credited  map[string]string         // txid -> payee_account_hash of its execute-credit
 }
 
 func newFakeBanks() *fakeBanks {
-	return &fakeBanks{fail: map[bankapi.Command]error{}, failOnce: map[bankapi.Command]bool{}}
+	return &fakeBanks{fail: map[bankapi.Command]error{}, failOnce: map[bankapi.Command]bool{},
+		aliases: map[string]string{}, credited: map[string]string{}}
 }
 
 func (f *fakeBanks) failWith(cmd bankapi.Command, err error, once bool) {
@@ -66,6 +69,15 @@ func (f *fakeBanks) Call(ctx context.Context, bankID string, req bankapi.Request
 		return err
 	}
 	pt, hook := f.proofType, f.onCall
+	resolved := ""
+	switch q := req.(type) {
+	case *bankapi.NameCheckRequest:
+		if q.AccountHash == "" {
+			resolved = f.aliases[q.PSPRRef]
+		}
+	case *bankapi.ExecuteCreditRequest:
+		f.credited[q.TxID] = q.PayeeAccountHash
+	}
 	f.mu.Unlock()
 	if hook != nil {
 		hook(cmd)
@@ -77,6 +89,12 @@ func (f *fakeBanks) Call(ctx context.Context, bankID string, req bankapi.Request
 		*r = bankapi.CheckResponse{Result: bankapi.ResultOK}
 	case *bankapi.NameCheckResponse:
 		*r = bankapi.NameCheckResponse{Result: bankapi.ResultMatch}
+		if q := req.(*bankapi.NameCheckRequest); q.AccountHash == "" {
+			*r = bankapi.NameCheckResponse{Result: bankapi.ResultMatch, ResolvedAccountHash: resolved}
+			if resolved == "" {
+				*r = bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}
+			}
+		}
 	case *bankapi.ExecuteResponse:
 		typ := bankapi.ProofPayeeExec
 		if cmd == bankapi.ExecuteDebit {

@@ -336,3 +336,56 @@ func TestSweepRacesWorker(t *testing.T) {
 		t.Fatalf("execute-debit asked %d times (want the first and its replay)", n)
 	}
 }
+
+// Spec 001 §13.1: an EXPRESS transfer may name its payee by pspr_ref
+// alone. The payee bank resolves it before the decision, the resolved
+// account is fixed on the row (and in the HReserved entry) before
+// DECIDED_TO_SETTLE, and the credit goes to it. An unknown reference
+// cancels the transfer; other lanes still need payee.account_hash.
+func TestExpressResolvesPayeeByPSPRRef(t *testing.T) {
+	f := newFixture(t, nil)
+	f.b.aliases["PSPR-SHOP-42"] = "h:shop"
+	req := pi(LaneExpress, 3000)
+	req.Payee.AccountHash, req.PSPRRef = "", "PSPR-SHOP-42"
+	r := f.submit(req, "alias")
+	f.run()
+	v := f.view(r.TxID)
+	if v.State != "SETTLED" {
+		t.Fatalf("state %s (%s), want SETTLED", v.State, v.ReasonCode)
+	}
+	if got := f.b.credited[r.TxID]; got != "h:shop" {
+		t.Fatalf("credited %q, want the resolved h:shop", got)
+	}
+	if n := f.count(`SELECT COUNT(*) FROM Transactions WHERE txid = ? AND payee_account_hash = 'h:shop'`, r.TxID); n != 1 {
+		t.Fatal("resolved account not fixed on the row")
+	}
+	if n := f.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = 'HReserved'
+		AND json_extract(payload_json, '$.account_resolved_ref') = 'h:shop'`, r.TxID); n != 1 {
+		t.Fatal("resolution not recorded in the HReserved entry")
+	}
+
+	unknown := req
+	unknown.PSPRRef = "PSPR-NOBODY"
+	u := f.submit(unknown, "unknown")
+	f.run()
+	if v := f.view(u.TxID); v.State != "CANCELLED" || v.ReasonCode != ReasonNameMismatch {
+		t.Fatalf("unknown reference: %s %s, want CANCELLED %s", v.State, v.ReasonCode, ReasonNameMismatch)
+	}
+	if _, ok := f.b.credited[u.TxID]; ok {
+		t.Fatal("an unresolved transfer was credited")
+	}
+
+	for _, c := range []struct {
+		name string
+		mod  func(*PaymentInitiated)
+	}{
+		{"STANDARD without account", func(p *PaymentInitiated) { p.Lane = LaneStandard }},
+		{"EXPRESS without pspr_ref", func(p *PaymentInitiated) { p.PSPRRef = "" }},
+		{"EXPRESS escalated to HIGH_VALUE", func(p *PaymentInitiated) { p.Amount.Value = 100_000_001 }},
+	} {
+		bad := req
+		c.mod(&bad)
+		_, err := f.o.Submit(f.ctx, bad, "bad-"+c.name, "001")
+		wantCode(t, err, "MISSING_FIELD")
+	}
+}

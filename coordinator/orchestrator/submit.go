@@ -52,9 +52,17 @@ func validate(req PaymentInitiated) error {
 		return domainerr.New("INVALID_CURRENCY", "POST /api/transfers accepts JPY only", map[string]any{"field": "amount.currency", "value": req.Amount.Currency})
 	}
 	for _, f := range []struct{ name, v string }{{"payer.bank_id", req.Payer.BankID}, {"payer.account_hash", req.Payer.AccountHash},
-		{"payee.bank_id", req.Payee.BankID}, {"payee.account_hash", req.Payee.AccountHash}} {
+		{"payee.bank_id", req.Payee.BankID}} {
 		if strings.TrimSpace(f.v) == "" {
 			return missingField(f.name)
+		}
+	}
+	if strings.TrimSpace(req.Payee.AccountHash) == "" {
+		// Spec 001 §13.1: an EXPRESS payee may be named by pspr_ref alone;
+		// the payee bank resolves it before the decision (runChecks).
+		if req.Lane != LaneExpress || strings.TrimSpace(req.PSPRRef) == "" {
+			return domainerr.New("MISSING_FIELD", "payee.account_hash is required (an EXPRESS transfer may give pspr_ref instead)",
+				map[string]any{"field": "payee.account_hash"})
 		}
 	}
 	if req.TxID != "" && (strings.ContainsAny(req.TxID, ": /") || len(req.TxID) > MaxTxIDLength) {
@@ -160,6 +168,10 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 			txid = newTxID()
 		}
 		eff := EffectiveLane(req.Lane, req.Amount.Value, payer)
+		if eff != req.Lane && req.Payee.AccountHash == "" {
+			return nil, domainerr.New("MISSING_FIELD", "payee.account_hash is required: the amount takes the transfer to "+eff+
+				", which does not resolve pspr_ref", map[string]any{"field": "payee.account_hash", "lane": eff})
+		}
 		extra := map[string]any{"schema_version": orDefault(req.SchemaVersion, "1.0")}
 		if req.Purpose != "" {
 			extra["purpose"] = req.Purpose

@@ -426,3 +426,30 @@ func TestSweepTimeoutsFullStack(t *testing.T) {
 		t.Fatalf("%+v", v)
 	}
 }
+
+// TestExpressByPSPRRefFullStack: an EXPRESS transfer naming its payee by
+// pspr_ref alone goes through the payee bank's adapter, which resolves the
+// reference from its directory, and the money lands on the resolved
+// account at the payee's core.
+func TestExpressByPSPRRefFullStack(t *testing.T) {
+	s := newStack(t, stackOptions{}, "001", "002")
+	s.bank["001"].account("h:a", "SATO HANAKO", 100_000)
+	s.bank["002"].account("h:b", "YAMADA TARO", 5_000)
+	s.bank["002"].account("h:shop", "KISSA HANA", 0)
+	if err := s.bank["002"].a.RegisterAlias(s.ctx, "PSPR-KISSA", "h:shop"); err != nil {
+		t.Fatal(err)
+	}
+	before := s.snapshot()
+	r, err := s.o.Submit(s.ctx, orchestrator.PaymentInitiated{Lane: orchestrator.LaneExpress, Amount: bankapi.Amount{Value: 780, Currency: "JPY"},
+		Payer: orchestrator.Party{BankID: "001", AccountHash: "h:a"}, Payee: orchestrator.Party{BankID: "002"},
+		PSPRRef: "PSPR-KISSA", Purpose: "MERCHANT"}, "coffee", "001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run()
+	s.wantState(r.TxID, "SETTLED", "")
+	s.checkInvariants(before, s.snapshot(), move{"001", "h:a", -780}, move{"002", "h:shop", 780})
+	if got := s.bank["002"].coreBalance("h:b"); got != 5_000 {
+		t.Fatalf("the other payee account moved: %d", got)
+	}
+}
