@@ -37,12 +37,23 @@ type postResult struct {
 
 // transfer sends one PaymentInitiated as the payer bank.
 func (c *apiClient) transfer(ctx context.Context, lane, key string, from, to account, amount int64) (postResult, error) {
-	body, err := json.Marshal(gateway.TransferRequest{
-		PaymentInitiated: orchestrator.PaymentInitiated{Lane: lane, Amount: bankapi.Amount{Value: amount, Currency: "JPY"},
-			Payer: orchestrator.Party{BankID: from.Bank, AccountHash: from.Hash()}, Payee: orchestrator.Party{BankID: to.Bank, AccountHash: to.Hash()},
-			Purpose: "P2P", ClientRef: key, SchemaVersion: gateway.SchemaCurrent},
-		IdempotencyKey: key,
-	})
+	pi := orchestrator.PaymentInitiated{Lane: lane, Amount: bankapi.Amount{Value: amount, Currency: "JPY"},
+		Payer: orchestrator.Party{BankID: from.Bank, AccountHash: from.Hash()}, Payee: orchestrator.Party{BankID: to.Bank, AccountHash: to.Hash()},
+		Purpose: "P2P", ClientRef: key, SchemaVersion: gateway.SchemaCurrent}
+	return c.post(ctx, key, from.Bank, pi)
+}
+
+// transferByRef posts an EXPRESS transfer that names its payee by pspr_ref
+// alone; the payee bank resolves the account.
+func (c *apiClient) transferByRef(ctx context.Context, key string, from, to account, amount int64) (postResult, error) {
+	pi := orchestrator.PaymentInitiated{Lane: orchestrator.LaneExpress, Amount: bankapi.Amount{Value: amount, Currency: "JPY"},
+		Payer: orchestrator.Party{BankID: from.Bank, AccountHash: from.Hash()}, Payee: orchestrator.Party{BankID: to.Bank},
+		PSPRRef: to.PSPR, Purpose: "MERCHANT", ClientRef: key, SchemaVersion: gateway.SchemaCurrent}
+	return c.post(ctx, key, from.Bank, pi)
+}
+
+func (c *apiClient) post(ctx context.Context, key, bank string, pi orchestrator.PaymentInitiated) (postResult, error) {
+	body, err := json.Marshal(gateway.TransferRequest{PaymentInitiated: pi, IdempotencyKey: key})
 	if err != nil {
 		return postResult{}, err
 	}
@@ -51,7 +62,7 @@ func (c *apiClient) transfer(ctx context.Context, lane, key string, from, to acc
 		return postResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Api-Key", c.cfg.KeyFor(from.Bank))
+	req.Header.Set("X-Api-Key", c.cfg.KeyFor(bank))
 	req.Header.Set("X-Request-Id", "demo-"+key)
 	var out postResult
 	resp, err := c.do(req, &out.Body)

@@ -43,6 +43,22 @@ func (d *day) send(label, lane, fromKey, toKey string, amount int64, expect stri
 	return t, nil
 }
 
+// sendByRef posts an EXPRESS transfer to toKey's payee reference, with no
+// payee account_hash: the payee bank resolves it.
+func (d *day) sendByRef(label, fromKey, toKey string, amount int64, expect string) (*Transfer, error) {
+	from, to := accountByKey(fromKey), accountByKey(toKey)
+	key := fmt.Sprintf("demo-%02d", len(d.transfers)+1)
+	r, err := d.api.transferByRef(d.ctx, key, from, to, amount)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transfer{Label: label, Via: ViaHTTP, TxID: r.Body.TxID, Lane: r.Body.Lane, From: fromKey, To: toKey, Amount: amount, Expect: expect}
+	d.transfers = append(d.transfers, t)
+	d.printf("  POST /api/transfers %-9s %-14s -> %-14s %12s  %d %s  %s\n", "EXPRESS", fromKey, toKey, yen(amount), r.Status, t.TxID,
+		label+": payee given as pspr_ref "+to.PSPR+" only")
+	return t, nil
+}
+
 // final reports whether a state ends a transfer.
 func final(state string) bool { return state == "SETTLED" || state == "CANCELLED" }
 
@@ -121,6 +137,10 @@ func (d *day) morning() error {
 		}
 		ts = append(ts, t)
 	}
+	byRef, err := d.sendByRef("merchant payment, the payee bank resolves the account", "001/SATO", "002/KOBAYASHI", 2_400, "SETTLED")
+	if err != nil {
+		return err
+	}
 	// The same request again: the same transfer, answered from the
 	// idempotency store.
 	first := ts[0]
@@ -132,6 +152,7 @@ func (d *day) morning() error {
 	if r.Body.TxID != first.TxID || !r.Replayed {
 		return violated(InvIdempotentReplay, "replay of demo-01 gave txid %s replayed=%v, want %s replayed", r.Body.TxID, r.Replayed, first.TxID)
 	}
+	ts = append(ts, byRef)
 	if err := d.wait(20*time.Second, ts...); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type account struct {
 	Number  string
 	Name    string // half-width katakana, as the core and the Zengin file carry it
 	Opening int64
+	PSPR    string // a payee reference registered for the account at its bank ("" for none)
 }
 
 const accountType = 1 // 普通
@@ -57,7 +58,7 @@ var accounts = []account{
 	{Key: "001/SUZUKI", Bank: "001", Branch: "001", Number: "0000002", Name: "ｽｽﾞｷ ｲﾁﾛｳ", Opening: 3_000_000},
 	{Key: "001/TANAKA", Bank: "001", Branch: "001", Number: "0000003", Name: "ﾀﾅｶ ｼﾞﾛｳ", Opening: 1_000},
 	{Key: "002/YAMADA", Bank: "002", Branch: "001", Number: "0000001", Name: "ﾔﾏﾀﾞ ﾀﾛｳ", Opening: 2_000_000},
-	{Key: "002/KOBAYASHI", Bank: "002", Branch: "001", Number: "0000002", Name: "ｺﾊﾞﾔｼ ﾕｲ", Opening: 1_000_000},
+	{Key: "002/KOBAYASHI", Bank: "002", Branch: "001", Number: "0000002", Name: "ｺﾊﾞﾔｼ ﾕｲ", Opening: 1_000_000, PSPR: "PSPR-KOBAYASHI-CAFE"},
 	{Key: "003/MOMIJI", Bank: "003", Branch: "001", Number: "1234567", Name: "ﾓﾐｼﾞ ｼﾖｳｼﾞ", Opening: 50_000_000},
 	{Key: "003/KATO", Bank: "003", Branch: "001", Number: "0000002", Name: "ｶﾄｳ ｹﾝ", Opening: 500_000},
 }
@@ -93,7 +94,11 @@ func nodeConfig() node.Config {
 		bc := node.BankConfig{BankID: b.ID, Name: b.Name, HLimit: 10_000_000_000_000, RealTime: b.RealTime, BOJOpening: &boj}
 		for _, a := range accounts {
 			if a.Bank == b.ID {
-				bc.Accounts = append(bc.Accounts, node.Account{Hash: a.Hash(), CoreAccount: a.Core(), Name: a.Name, Balance: a.Opening})
+				na := node.Account{Hash: a.Hash(), CoreAccount: a.Core(), Name: a.Name, Balance: a.Opening}
+				if a.PSPR != "" {
+					na.PSPRRefs = []string{a.PSPR}
+				}
+				bc.Accounts = append(bc.Accounts, na)
 			}
 		}
 		cfg.Banks = append(cfg.Banks, bc)

@@ -43,6 +43,10 @@ type Account struct {
 	CoreAccount string `json:"core_account"` // the core's account key (coresim.AccountKey form)
 	Name        string `json:"name"`
 	Balance     int64  `json:"opening_balance"`
+	// PSPRRefs are payee references (pspr_ref) registered in the bank's
+	// directory for this account: an EXPRESS transfer naming one of them
+	// and no payee.account_hash is credited here.
+	PSPRRefs []string `json:"pspr_refs,omitempty"`
 }
 
 // BankConfig is one participant bank served by this node.

@@ -425,11 +425,16 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
 			}
 		}
-		if _, err := b.Adapter.Shadow(ctx, a.Hash); err == nil {
-			continue
+		if _, err := b.Adapter.Shadow(ctx, a.Hash); err != nil {
+			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name}); err != nil {
+				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
+			}
 		}
-		if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name}); err != nil {
-			return nil, fmt.Errorf("account %s: %w", a.Hash, err)
+		for _, ref := range a.PSPRRefs {
+			// Registered on the first start; STATE_GUARD on a restart.
+			if err := b.Adapter.RegisterAlias(ctx, ref, a.Hash); err != nil && !domainerr.Has(err, "STATE_GUARD") {
+				return nil, fmt.Errorf("account %s: pspr_ref %s: %w", a.Hash, ref, err)
+			}
 		}
 	}
 	reg := n.Orchestrator.Participants()
