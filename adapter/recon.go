@@ -264,11 +264,23 @@ func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, err
 
 // Drifts lists AdapterReconDrift rows (status "" for all).
 func (a *Adapter) Drifts(ctx context.Context, status string) ([]Drift, error) {
+	return a.DriftsPage(ctx, status, nil, -1)
+}
+
+// DriftsPage is Drifts in pages: at most limit drifts (-1: all) coming
+// after the drift after (nil: from the start) in (detected_at, drift_id)
+// order, so a long list is read with flat memory.
+func (a *Adapter) DriftsPage(ctx context.Context, status string, after *Drift, limit int) ([]Drift, error) {
+	var afterAt, afterID string
+	if after != nil {
+		afterAt, afterID = after.DetectedAt, after.DriftID
+	}
 	var out []Drift
 	err := a.db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT drift_id, account_hash, core_account, shadow_balance, core_balance, drift,
 			source, status, COALESCE(case_id, ''), detected_at, COALESCE(resolution, '')
-			FROM AdapterReconDrift WHERE ?1 = '' OR status = ?1 ORDER BY detected_at, drift_id`, status)
+			FROM AdapterReconDrift WHERE (?1 = '' OR status = ?1) AND (detected_at, drift_id) > (?2, ?3)
+			ORDER BY detected_at, drift_id LIMIT ?4`, status, afterAt, afterID, limit)
 		if err != nil {
 			return err
 		}

@@ -252,7 +252,8 @@ type Filter struct {
 	TxID    string
 	Route   Route
 	FileID  string
-	Limit   int // default 1000
+	AfterID int64 // only rows with a larger id: keyset paging through a long list
+	Limit   int   // default 1000
 }
 
 // List returns rows in id order.
@@ -271,6 +272,10 @@ func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
 	add("txid", f.TxID)
 	add("route", string(f.Route))
 	add("file_id", f.FileID)
+	if f.AfterID > 0 {
+		q += " AND id > ?"
+		args = append(args, f.AfterID)
+	}
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}

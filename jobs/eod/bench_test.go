@@ -56,7 +56,7 @@ func resetHWM() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 // (APPLIED outbox rows, Transactions rows and one FinalityLog entry each),
 // with bulk SQL inserts (fixture only: the benchmark measures EOD, not the
 // loading).
-func scaleFixture(b *testing.B, accounts, postings int) (*fixture, Config) {
+func scaleFixture(b testing.TB, accounts, postings int) (*fixture, Config) {
 	ctx := context.Background()
 	f := &fixture{dir: b.TempDir(), clk: clock.NewManual(eodTime), cores: map[string]*coresim.Core{}}
 	var err error

@@ -24,16 +24,18 @@ import (
 
 // Job names (as in the scheduler's catalogue).
 const (
-	JobName             = "eod"
-	FinalityAuditJob    = "finality-audit"
-	ChainAuditPath      = "EOD_CHAIN_AUDIT" // Cases.detection_path of a chain break
-	ChainBreakReason    = "CHAIN_TAMPERED"  // Cases.reason_code of a chain break
-	stepCloseDate       = "close-date"
-	stepResetLimits     = "reset-daily-limits"
-	stepChainAudit      = "chain-audit"
-	stepReconcile       = "reconcile"
-	stepWorkbook        = "workbook"
-	maxListedExceptions = 1 << 30
+	JobName          = "eod"
+	FinalityAuditJob = "finality-audit"
+	ChainAuditPath   = "EOD_CHAIN_AUDIT" // Cases.detection_path of a chain break
+	ChainBreakReason = "CHAIN_TAMPERED"  // Cases.reason_code of a chain break
+	stepCloseDate    = "close-date"
+	stepResetLimits  = "reset-daily-limits"
+	stepChainAudit   = "chain-audit"
+	stepReconcile    = "reconcile"
+	stepWorkbook     = "workbook"
+	// reportPage is how many drift, posting or Case rows the workbook
+	// reads at a time: the report streams, whatever the day's size.
+	reportPage = 1000
 )
 
 // Steps lists the EOD steps in order.

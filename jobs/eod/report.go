@@ -1,10 +1,18 @@
 package eod
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/scheduler"
@@ -50,7 +58,10 @@ type openCase struct {
 	id, bank, state, reason, txid, sla, created string
 }
 
-// BuildReport gathers the workbook's figures for a business date.
+// BuildReport gathers the workbook's figures for a business date. The
+// per-bank summary is read at once (one row per bank); drifts, exceptions
+// and Cases are iterators that read reportPage rows at a time while the
+// workbook streams them, so memory does not grow with the day.
 func (e *EOD) BuildReport(ctx context.Context, date string) (workbook.Report, error) {
 	rep := workbook.Report{BusinessDate: date, GeneratedAt: e.cfg.Clock.Now()}
 	audit, _, err := ChainAuditOf(ctx, e.cfg.DB, date)
@@ -71,24 +82,12 @@ func (e *EOD) BuildReport(ctx context.Context, date string) (workbook.Report, er
 	for _, p := range dns {
 		netOf[p.BankID] = p.Net
 	}
-	cs, err := openCases(ctx, e.cfg.DB)
-	if err != nil {
-		return rep, err
-	}
-	caseByID := map[string]openCase{}
-	for _, c := range cs {
-		caseByID[c.id] = c
-	}
-	var drifts []workbook.Drift
-	var excs []workbook.Exception
 	banks := map[string]*workbook.Bank{}
-	var order []string
 	bankRow := func(id string) *workbook.Bank {
 		if b, ok := banks[id]; ok {
 			return b
 		}
 		banks[id] = &workbook.Bank{BankID: id, NetDNS: netOf[id]}
-		order = append(order, id)
 		return banks[id]
 	}
 	for _, r := range recon {
@@ -96,89 +95,174 @@ func (e *EOD) BuildReport(ctx context.Context, date string) (workbook.Report, er
 		b.Accounts, b.Matched, b.Drifts, b.Unsettled, b.Unavailable = r.Accounts, r.Matched, r.Drifts, r.Unsettled, r.Unavailable
 		b.ShadowTotal, b.CoreTotal, b.ReconError = r.ShadowTotal, r.CoreTotal, r.Error
 	}
-	for _, a := range sortedBanks(e.cfg.Banks) {
+	adapters := sortedBanks(e.cfg.Banks)
+	for _, a := range adapters {
 		b := bankRow(a.BankID())
-		ob := outboxOf(a)
-		counts, err := ob.Counts(ctx)
+		counts, err := outboxOf(a).Counts(ctx)
 		if err != nil {
 			return rep, err
 		}
 		b.Pending, b.InDoubt, b.Blocked = counts[outbox.Pending], counts[outbox.InDoubt], counts[outbox.Blocked]
-		ds, err := a.Drifts(ctx, "OPEN")
-		if err != nil {
-			return rep, err
-		}
-		for _, d := range ds {
-			at, _ := clock.ParseStamp(d.DetectedAt)
-			drifts = append(drifts, workbook.Drift{BankID: a.BankID(), AccountHash: d.AccountHash, CoreAccount: d.CoreAccount,
-				ShadowBalance: d.ShadowBalance, CoreBalance: d.CoreBalance, Drift: d.Drift, DriftID: d.DriftID,
-				CaseID: d.CaseID, Status: d.Status, Source: d.Source, DetectedAt: at})
-		}
-		for _, st := range []outbox.Status{outbox.Blocked, outbox.InDoubt} {
-			rows, err := ob.List(ctx, outbox.Filter{Status: st, Limit: maxListedExceptions})
-			if err != nil {
-				return rep, err
-			}
-			for _, r := range rows {
-				x := workbook.Exception{Kind: workbook.KindPosting, BankID: a.BankID(), OutboxID: r.ID, Ref: r.Posting.Ref,
-					TxID: r.Posting.TxID, Account: r.Posting.Account, Amount: r.Posting.Amount, Status: string(r.Status),
-					ReasonCode: r.ReasonCode, CaseID: r.CaseID, Since: r.UpdatedAt}
-				if c, ok := caseByID[r.CaseID]; ok {
-					x.SLA, _ = clock.ParseStamp(c.sla)
-				}
-				excs = append(excs, x)
-			}
-		}
 	}
-	slices.SortStableFunc(excs, func(a, b workbook.Exception) int {
-		if a.BankID != b.BankID {
-			if a.BankID < b.BankID {
-				return -1
-			}
-			return 1
-		}
-		return int(a.OutboxID - b.OutboxID)
-	})
-	for _, c := range cs {
-		sla, _ := clock.ParseStamp(c.sla)
-		since, _ := clock.ParseStamp(c.created)
-		excs = append(excs, workbook.Exception{Kind: workbook.KindCase, BankID: c.bank, TxID: c.txid, CaseID: c.id,
-			Status: c.state, ReasonCode: c.reason, SLA: sla, Since: since})
+	for _, b := range banks {
+		rep.Banks = append(rep.Banks, *b)
 	}
-	for _, id := range order {
-		rep.Banks = append(rep.Banks, *banks[id])
-	}
-	slices.SortFunc(rep.Banks, func(a, b workbook.Bank) int {
-		switch {
-		case a.BankID < b.BankID:
-			return -1
-		case a.BankID > b.BankID:
-			return 1
-		}
-		return 0
-	})
-	rep.Drifts = sliceSeq(drifts)
-	rep.Exceptions = sliceSeq(excs)
+	slices.SortFunc(rep.Banks, func(a, b workbook.Bank) int { return strings.Compare(a.BankID, b.BankID) })
+	rep.Drifts = driftRows(ctx, adapters)
+	rep.Exceptions = e.exceptionRows(ctx, adapters)
 	return rep, nil
 }
 
-func sliceSeq[T any](xs []T) func(yield func(T, error) bool) {
-	return func(yield func(T, error) bool) {
-		for _, x := range xs {
-			if !yield(x, nil) {
-				return
+// driftRows yields every bank's OPEN drifts, bank by bank, page by page.
+func driftRows(ctx context.Context, adapters []*adapter.Adapter) iter.Seq2[workbook.Drift, error] {
+	return func(yield func(workbook.Drift, error) bool) {
+		for _, a := range adapters {
+			var after *adapter.Drift
+			for {
+				page, err := a.DriftsPage(ctx, "OPEN", after, reportPage)
+				if err != nil {
+					yield(workbook.Drift{}, err)
+					return
+				}
+				for _, d := range page {
+					at, _ := clock.ParseStamp(d.DetectedAt)
+					if !yield(workbook.Drift{BankID: a.BankID(), AccountHash: d.AccountHash, CoreAccount: d.CoreAccount,
+						ShadowBalance: d.ShadowBalance, CoreBalance: d.CoreBalance, Drift: d.Drift, DriftID: d.DriftID,
+						CaseID: d.CaseID, Status: d.Status, Source: d.Source, DetectedAt: at}, nil) {
+						return
+					}
+				}
+				if len(page) < reportPage {
+					break
+				}
+				after = &page[len(page)-1]
 			}
 		}
 	}
 }
 
-// openCases lists the Cases not RESOLVED, by SLA deadline.
-func openCases(ctx context.Context, db *store.DB) ([]openCase, error) {
+// exceptionRows yields each bank's BLOCKED and IN_DOUBT postings in id
+// order (bank by bank), then every open Case by SLA deadline, each read a
+// page at a time.
+func (e *EOD) exceptionRows(ctx context.Context, adapters []*adapter.Adapter) iter.Seq2[workbook.Exception, error] {
+	return func(yield func(workbook.Exception, error) bool) {
+		for _, a := range adapters {
+			ob := outboxOf(a)
+			var after int64
+			for {
+				page, err := postingExceptions(ctx, ob, after)
+				if err != nil {
+					yield(workbook.Exception{}, err)
+					return
+				}
+				for _, r := range page {
+					x := workbook.Exception{Kind: workbook.KindPosting, BankID: a.BankID(), OutboxID: r.ID, Ref: r.Posting.Ref,
+						TxID: r.Posting.TxID, Account: r.Posting.Account, Amount: r.Posting.Amount, Status: string(r.Status),
+						ReasonCode: r.ReasonCode, CaseID: r.CaseID, Since: r.UpdatedAt}
+					if r.CaseID != "" {
+						sla, err := caseSLA(ctx, e.cfg.DB, r.CaseID)
+						if err != nil {
+							yield(workbook.Exception{}, err)
+							return
+						}
+						x.SLA = sla
+					}
+					if !yield(x, nil) {
+						return
+					}
+				}
+				if len(page) < reportPage {
+					break
+				}
+				after = page[len(page)-1].ID
+			}
+		}
+		var after *openCase
+		for {
+			cs, err := openCasesPage(ctx, e.cfg.DB, after, reportPage)
+			if err != nil {
+				yield(workbook.Exception{}, err)
+				return
+			}
+			for _, c := range cs {
+				sla, _ := clock.ParseStamp(c.sla)
+				since, _ := clock.ParseStamp(c.created)
+				if !yield(workbook.Exception{Kind: workbook.KindCase, BankID: c.bank, TxID: c.txid, CaseID: c.id,
+					Status: c.state, ReasonCode: c.reason, SLA: sla, Since: since}, nil) {
+					return
+				}
+			}
+			if len(cs) < reportPage {
+				return
+			}
+			after = &cs[len(cs)-1]
+		}
+	}
+}
+
+// postingExceptions is the next page (after outbox id after) of a bank's
+// BLOCKED and IN_DOUBT postings in id order: one page of each status,
+// merged, cut where the shorter full page ends so no row is skipped.
+func postingExceptions(ctx context.Context, ob *outbox.Outbox, after int64) ([]outbox.Entry, error) {
+	blocked, err := ob.List(ctx, outbox.Filter{Status: outbox.Blocked, AfterID: after, Limit: reportPage})
+	if err != nil {
+		return nil, err
+	}
+	inDoubt, err := ob.List(ctx, outbox.Filter{Status: outbox.InDoubt, AfterID: after, Limit: reportPage})
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(math.MaxInt64) // rows beyond a full page's last id may be missing from that status
+	for _, l := range [][]outbox.Entry{blocked, inDoubt} {
+		if len(l) == reportPage && l[len(l)-1].ID < limit {
+			limit = l[len(l)-1].ID
+		}
+	}
+	merged := make([]outbox.Entry, 0, len(blocked)+len(inDoubt))
+	for _, l := range [][]outbox.Entry{blocked, inDoubt} {
+		for _, r := range l {
+			if r.ID <= limit {
+				merged = append(merged, r)
+			}
+		}
+	}
+	slices.SortFunc(merged, func(a, b outbox.Entry) int { return cmp.Compare(a.ID, b.ID) })
+	if len(merged) > reportPage {
+		merged = merged[:reportPage]
+	}
+	return merged, nil
+}
+
+// caseSLA is a Case's SLA deadline (zero when it has none).
+func caseSLA(ctx context.Context, db *store.DB, caseID string) (time.Time, error) {
+	var sla string
+	err := db.Read(ctx, func(tx *store.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT COALESCE(sla_deadline, '') FROM Cases WHERE case_id = ?`, caseID).Scan(&sla)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil || sla == "" {
+		return time.Time{}, err
+	}
+	t, _ := clock.ParseStamp(sla)
+	return t, nil
+}
+
+// openCasesPage lists up to limit Cases not RESOLVED, by SLA deadline,
+// after the Case after (nil: from the start).
+func openCasesPage(ctx context.Context, db *store.DB, after *openCase, limit int) ([]openCase, error) {
+	var afterSLA, afterID string
+	if after != nil {
+		afterSLA, afterID = after.sla, after.id
+	}
 	var out []openCase
 	err := db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT case_id, COALESCE(cause_party_id,''), state, reason_code,
 			COALESCE(related_txid,''), COALESCE(sla_deadline,''), created_at
-			FROM Cases WHERE state <> 'RESOLVED' ORDER BY sla_deadline, case_id`)
+			FROM Cases WHERE state <> 'RESOLVED' AND (COALESCE(sla_deadline,''), case_id) > (?, ?)
+			ORDER BY COALESCE(sla_deadline,''), case_id LIMIT ?`, afterSLA, afterID, limit)
 		if err != nil {
 			return err
 		}
