@@ -31,31 +31,29 @@ type Transfer struct {
 
 // send posts one transfer over HTTP as its payer bank and records it.
 func (d *day) send(label, lane, fromKey, toKey string, amount int64, expect string) (*Transfer, error) {
-	from, to := accountByKey(fromKey), accountByKey(toKey)
-	key := fmt.Sprintf("demo-%02d", len(d.transfers)+1)
-	r, err := d.api.transfer(d.ctx, lane, key, from, to, amount)
+	key := d.nextKey()
+	r, err := d.api.transfer(d.ctx, lane, key, accountByKey(fromKey), accountByKey(toKey), amount)
+	return d.record(r, err, label, lane, fromKey, toKey, amount, expect)
+}
+
+// sendByRef posts an EXPRESS transfer to toKey's payee reference, with no
+// payee account_hash: the payee bank resolves it.
+func (d *day) sendByRef(label, fromKey, toKey string, amount int64, expect string) (*Transfer, error) {
+	to := accountByKey(toKey)
+	r, err := d.api.transferByRef(d.ctx, d.nextKey(), accountByKey(fromKey), to, amount)
+	return d.record(r, err, label+": payee given as pspr_ref "+to.PSPR+" only", orchestrator.LaneExpress, fromKey, toKey, amount, expect)
+}
+
+func (d *day) nextKey() string { return fmt.Sprintf("demo-%02d", len(d.transfers)+1) }
+
+// record keeps a posted transfer and prints its line.
+func (d *day) record(r postResult, err error, label, lane, fromKey, toKey string, amount int64, expect string) (*Transfer, error) {
 	if err != nil {
 		return nil, err
 	}
 	t := &Transfer{Label: label, Via: ViaHTTP, TxID: r.Body.TxID, Lane: r.Body.Lane, From: fromKey, To: toKey, Amount: amount, Expect: expect}
 	d.transfers = append(d.transfers, t)
 	d.printf("  POST /api/transfers %-9s %-14s -> %-14s %12s  %d %s  %s\n", lane, fromKey, toKey, yen(amount), r.Status, t.TxID, label)
-	return t, nil
-}
-
-// sendByRef posts an EXPRESS transfer to toKey's payee reference, with no
-// payee account_hash: the payee bank resolves it.
-func (d *day) sendByRef(label, fromKey, toKey string, amount int64, expect string) (*Transfer, error) {
-	from, to := accountByKey(fromKey), accountByKey(toKey)
-	key := fmt.Sprintf("demo-%02d", len(d.transfers)+1)
-	r, err := d.api.transferByRef(d.ctx, key, from, to, amount)
-	if err != nil {
-		return nil, err
-	}
-	t := &Transfer{Label: label, Via: ViaHTTP, TxID: r.Body.TxID, Lane: r.Body.Lane, From: fromKey, To: toKey, Amount: amount, Expect: expect}
-	d.transfers = append(d.transfers, t)
-	d.printf("  POST /api/transfers %-9s %-14s -> %-14s %12s  %d %s  %s\n", "EXPRESS", fromKey, toKey, yen(amount), r.Status, t.TxID,
-		label+": payee given as pspr_ref "+to.PSPR+" only")
 	return t, nil
 }
 

@@ -257,9 +257,30 @@ func (f *fixture) assertDone(t *testing.T) {
 			t.Errorf("%s!%s = %q, want %q", c.sheet, c.cell, got, c.want)
 		}
 	}
+	// The BLOCKED posting's row shows its Case and that Case's SLA (JST).
+	caseID, _ := wb.GetCellValue(workbook.SheetExceptions, "K2")
+	var sla string
+	if err := f.db.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), "SELECT sla_deadline FROM Cases WHERE case_id = ?", caseID).Scan(&sla)
+	}); err != nil {
+		t.Fatalf("Case %q of the BLOCKED posting: %v", caseID, err)
+	}
+	at, _ := clock.ParseStamp(sla)
+	if got, want := cellValue(t, wb, workbook.SheetExceptions, "L2"), at.In(clock.JST).Format("2006-01-02 15:04"); got != want {
+		t.Errorf("Exceptions!L2 (SLA of %s) = %q, want %q", caseID, got, want)
+	}
 	if got, _ := wb.GetCellValue(workbook.SheetSummary, "B2"); !strings.HasPrefix(got, "BROKEN: 1 of 2 chains") {
 		t.Errorf("chain audit cell = %q", got)
 	}
+}
+
+func cellValue(t *testing.T, wb *excelize.File, sheet, cell string) string {
+	t.Helper()
+	v, err := wb.GetCellValue(sheet, cell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestEODRunsAllSteps(t *testing.T) {

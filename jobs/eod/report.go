@@ -3,8 +3,6 @@ package eod
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -155,18 +153,15 @@ func (e *EOD) exceptionRows(ctx context.Context, adapters []*adapter.Adapter) it
 					yield(workbook.Exception{}, err)
 					return
 				}
+				slas, err := caseSLAs(ctx, e.cfg.DB, page)
+				if err != nil {
+					yield(workbook.Exception{}, err)
+					return
+				}
 				for _, r := range page {
 					x := workbook.Exception{Kind: workbook.KindPosting, BankID: a.BankID(), OutboxID: r.ID, Ref: r.Posting.Ref,
 						TxID: r.Posting.TxID, Account: r.Posting.Account, Amount: r.Posting.Amount, Status: string(r.Status),
-						ReasonCode: r.ReasonCode, CaseID: r.CaseID, Since: r.UpdatedAt}
-					if r.CaseID != "" {
-						sla, err := caseSLA(ctx, e.cfg.DB, r.CaseID)
-						if err != nil {
-							yield(workbook.Exception{}, err)
-							return
-						}
-						x.SLA = sla
-					}
+						ReasonCode: r.ReasonCode, CaseID: r.CaseID, Since: r.UpdatedAt, SLA: slas[r.CaseID]}
 					if !yield(x, nil) {
 						return
 					}
@@ -233,21 +228,39 @@ func postingExceptions(ctx context.Context, ob *outbox.Outbox, after int64) ([]o
 	return merged, nil
 }
 
-// caseSLA is a Case's SLA deadline (zero when it has none).
-func caseSLA(ctx context.Context, db *store.DB, caseID string) (time.Time, error) {
-	var sla string
-	err := db.Read(ctx, func(tx *store.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT COALESCE(sla_deadline, '') FROM Cases WHERE case_id = ?`, caseID).Scan(&sla)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+// caseSLAs reads the SLA deadlines of the Cases a page of postings
+// refers to, in one query (a Case without a deadline is absent).
+func caseSLAs(ctx context.Context, db *store.DB, page []outbox.Entry) (map[string]time.Time, error) {
+	var ids []any
+	for _, r := range page {
+		if r.CaseID != "" {
+			ids = append(ids, r.CaseID)
 		}
-		return err
-	})
-	if err != nil || sla == "" {
-		return time.Time{}, err
 	}
-	t, _ := clock.ParseStamp(sla)
-	return t, nil
+	out := map[string]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT case_id, sla_deadline FROM Cases
+			WHERE sla_deadline IS NOT NULL AND case_id IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, ids...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, sla string
+			if err := rows.Scan(&id, &sla); err != nil {
+				return err
+			}
+			out[id], _ = clock.ParseStamp(sla)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eod: SLA of the page's Cases: %w", err)
+	}
+	return out, nil
 }
 
 // openCasesPage lists up to limit Cases not RESOLVED, by SLA deadline,
