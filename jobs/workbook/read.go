@@ -39,6 +39,14 @@ func reject(path, msg string, details map[string]any) error {
 	return domainerr.Wrap("INVALID_REQUEST", ErrRejected, "workbook "+path+": "+msg, details)
 }
 
+// MaxReviewedUnzipped bounds the unzipped size of a reviewed workbook
+// (512 MiB, about 500,000 exception rows at ~1 KB each). excelize sizes its
+// read buffer for each part from the size the zip declares, so without a
+// bound a small damaged or crafted file declaring gigabytes made it
+// allocate them (FuzzReadDecisions crashed a worker that way); over the
+// bound the file is refused like any unreadable workbook.
+const MaxReviewedUnzipped = 512 << 20
+
 // ReadDecisions reads a reviewed workbook back. It refuses (INVALID_REQUEST
 // wrapping ErrRejected, naming the row and column) a workbook whose
 // business date is not wantDate (when wantDate is not empty), whose control
@@ -47,7 +55,7 @@ func reject(path, msg string, details map[string]any) error {
 // RETRY, WRITE_OFF, ESCALATE. Rows without a Resolution are not decisions.
 func ReadDecisions(path, wantDate string) (Reviewed, error) {
 	var out Reviewed
-	f, err := excelize.OpenFile(path)
+	f, err := excelize.OpenFile(path, excelize.Options{UnzipSizeLimit: MaxReviewedUnzipped})
 	if err != nil {
 		return out, domainerr.Wrap("INVALID_REQUEST", err, "workbook "+path+": cannot open", map[string]any{"file": path})
 	}

@@ -2,15 +2,21 @@ package workbook
 
 import (
 	"archive/zip"
+	"bytes"
 	"errors"
+	"hash/crc32"
 	"iter"
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
 )
 
 func seq[T any](xs []T) iter.Seq2[T, error] {
@@ -285,5 +291,38 @@ func TestWriteReplacesWhole(t *testing.T) {
 	}
 	if matches, _ := filepath.Glob(path + ".tmp"); len(matches) != 0 {
 		t.Fatal("temporary file left behind")
+	}
+}
+
+// A damaged or crafted file whose zip entry declares a huge unzipped size
+// is refused as unreadable, without allocating that size (excelize sizes
+// its read buffer from the declared size).
+func TestReadDecisionsRefusesHugeDeclaredSize(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "xl/worksheets/sheet1.xml", Method: zip.Store,
+		CompressedSize64: 5, UncompressedSize64: 4 << 30, CRC32: crc32.ChecksumIEEE([]byte("<a/>\n"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("<a/>\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "huge.xlsx")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = ReadDecisions(path, "")
+	runtime.ReadMemStats(&after)
+	if !domainerr.Has(err, "INVALID_REQUEST") {
+		t.Fatalf("err = %v, want INVALID_REQUEST", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("reading it allocated %d MB", grew>>20)
 	}
 }
