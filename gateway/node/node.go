@@ -36,6 +36,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
@@ -121,7 +122,13 @@ type Node struct {
 	// Files takes Zengin files dropped in every bank's inbound folder and
 	// writes their result files (gateway/filedrop).
 	Files *filedrop.Processor
+	// ID names this start of the node: the data folder's persisted node id
+	// and a fresh epoch. Claims made by the node's loops store ID.Owner(…),
+	// so the next start takes back at once what this one held when it died
+	// (coordinator/procid).
+	ID procid.Identity
 
+	lock    *procid.Lock
 	log     *slog.Logger
 	clk     clock.Clock
 	cancel  context.CancelFunc
@@ -201,6 +208,17 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}()
 	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
 
+	// One node serves a data folder at a time: the lock dies with the
+	// process, and a CLI command finds the running node's address in it.
+	if n.ID, err = procid.LoadNode(opts.DataDir, opts.Clock); err != nil {
+		return n, err
+	}
+	lockInfo := procid.Info{PID: os.Getpid(), Node: n.ID.Node, Epoch: n.ID.Epoch, Started: clock.Stamp(opts.Clock.Now())}
+	if n.lock, err = procid.Acquire(opts.DataDir, lockInfo); err != nil {
+		return n, fmt.Errorf("node: %w", err)
+	}
+	n.closers = append(n.closers, n.lock.Close)
+
 	if n.DB, err = store.OpenCoordinator(ctx, path("zc.db")); err != nil {
 		return n, err
 	}
@@ -222,6 +240,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return n, err
 	}
 	n.URL = "http://" + ln.Addr().String()
+	lockInfo.Addr = ln.Addr().String()
+	if err := n.lock.Update(lockInfo); err != nil {
+		ln.Close()
+		return n, err
+	}
 	if n.Client, err = bankclient.New(bankclient.Config{BaseURL: n.URL, Signer: signer, Logger: log}); err != nil {
 		ln.Close()
 		return n, err

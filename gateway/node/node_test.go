@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -519,5 +521,33 @@ func TestNodeJobsRunThroughCron(t *testing.T) {
 		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM Cases WHERE reason_code LIKE '%DRIFT%'").Scan(&drifts)
 	}); err != nil || drifts != 0 {
 		t.Fatalf("drift cases after a clean day: %d %v", drifts, err)
+	}
+}
+
+// TestOneNodeServesAFolder: a second node on a served data folder is
+// refused with an error naming the holder (it would be a second consumer of
+// every core queue); once the first stops, the folder can be served again
+// and keeps its node id.
+func TestOneNodeServesAFolder(t *testing.T) {
+	n := start(t)
+	cfg := n.Config
+	_, err := Start(context.Background(), Options{DataDir: n.DataDir, Config: &cfg})
+	if !errors.Is(err, procid.ErrServed) || !strings.Contains(err.Error(), strings.TrimPrefix(n.URL, "http://")) {
+		t.Fatalf("second Start: err = %v, want ErrServed naming %s", err, n.URL)
+	}
+	info, ok, err := procid.Running(n.DataDir)
+	if err != nil || !ok || "http://"+info.Addr != n.URL || info.Node != n.ID.Node {
+		t.Fatalf("Running = %+v %v %v, want the node at %s", info, ok, err, n.URL)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Start(context.Background(), Options{DataDir: n.DataDir, Config: &cfg})
+	if err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	defer again.Close()
+	if again.ID.Node != n.ID.Node || again.ID.Epoch == n.ID.Epoch {
+		t.Fatalf("restart identity %v after %v: want same node, new epoch", again.ID, n.ID)
 	}
 }
