@@ -169,7 +169,7 @@ var _ = bytes.NewReader
 // BenchmarkCheckRecord is the per-record validation alone (no I/O).
 func BenchmarkCheckRecord(b *testing.B) {
 	g := newGenFile(1)
-	ck := newChecker(func(e *fixed.Error) { b.Fatal(e) })
+	ck := newChecker(func(e *fixed.Error) { b.Fatal(e) }, NamesStrict)
 	ck.check(recordio.Record{Bytes: g.header[:RecordLen], Num: 1, Line: 1})
 	rec := recordio.Record{Bytes: g.data[:RecordLen], Num: 2, Line: 2}
 	for b.Loop() {

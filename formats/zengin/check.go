@@ -75,20 +75,18 @@ type lay struct {
 	optional []spec
 }
 
-// Byte classes of the one-pass check.
+// Byte classes of the one-pass check (K fields use their textSet).
 const (
 	clsDigit        = iota // 9
-	clsKana                // K: the Zengin character set
 	clsBlank               // ダミー: spaces
 	clsDigitOrBlank        // optional 9: digits, or all blank (checked after)
 	clsOther               // any other type: checked field by field
 )
 
-var classOK = func() (t [5][256]bool) {
+var classOK = func() (t [4][256]bool) {
 	for c := range 256 {
 		b := byte(c)
 		t[clsDigit][c] = b >= '0' && b <= '9'
-		t[clsKana][c] = fixed.IsKana(b)
 		t[clsBlank][c] = b == ' '
 		t[clsDigitOrBlank][c] = t[clsDigit][c] || b == ' '
 	}
@@ -97,7 +95,7 @@ var classOK = func() (t [5][256]bool) {
 
 // classBad is classOK inverted as bytes (1 = refused), for a branch-free
 // loop.
-var classBad = func() (t [5][256]byte) {
+var classBad = func() (t [4][256]byte) {
 	for c := range t {
 		for b := range t[c] {
 			if !classOK[c][b] {
@@ -118,37 +116,42 @@ type spec struct {
 	f        fixed.Field
 	lo, hi   int
 	optional bool
-	cnst     string // Const padded to the field length
+	cnst     string     // Const padded to the field length
+	set      *[256]byte // refused bytes of a K field (textSet)
 }
 
-// prepared maps each layout to its prepared form.
+// prepared maps each layout to its prepared form with the strict name set
+// (the encoder takes its constants from it).
 var prepared = map[*fixed.Layout]*lay{}
 
-func prepare(l *fixed.Layout) *lay {
+func prepare(l *fixed.Layout, names NameChars) *lay {
 	x := &lay{l: l}
-	prepared[l] = x
+	if names == NamesStrict {
+		prepared[l] = x
+	}
 	for _, f := range l.Fields() {
 		s := spec{f: f, lo: f.Start - 1, hi: f.End(), optional: f.Type == fixed.N && optionalNumeric[f.Name]}
 		if f.Const != "" {
 			s.cnst = f.Const
 		}
-		x.specs = append(x.specs, s)
-		cls := uint8(clsOther)
+		tab := &classBad[clsOther]
 		switch {
 		case s.optional:
-			cls = clsDigitOrBlank
+			tab = &classBad[clsDigitOrBlank]
 			x.optional = append(x.optional, s)
 		case f.Type == fixed.N:
-			cls = clsDigit
+			tab = &classBad[clsDigit]
 		case f.Type == fixed.K:
-			cls = clsKana
+			s.set = textSet(names, f.Name)
+			tab = s.set
 		case f.Type == fixed.Filler:
-			cls = clsBlank
+			tab = &classBad[clsBlank]
 		}
-		if n := len(x.segs); n > 0 && x.segs[n-1].tab == &classBad[cls] {
+		x.specs = append(x.specs, s)
+		if n := len(x.segs); n > 0 && x.segs[n-1].tab == tab {
 			x.segs[n-1].hi = s.hi
 		} else {
-			x.segs = append(x.segs, segment{lo: s.lo, hi: s.hi, tab: &classBad[cls]})
+			x.segs = append(x.segs, segment{lo: s.lo, hi: s.hi, tab: tab})
 		}
 	}
 	return x
@@ -183,21 +186,32 @@ func (x *lay) fast(b []byte) bool {
 	return true
 }
 
-var (
-	lHeader       = prepare(HeaderLayout)
-	lTransfer     = prepare(TransferDataLayout)
-	lTransferEDI  = prepare(TransferEDIDataLayout)
-	lPayroll      = prepare(PayrollDataLayout)
-	lDebit        = prepare(DebitDataLayout)
-	lTrailer      = prepare(TrailerLayout)
-	lDebitTrailer = prepare(DebitTrailerLayout)
-	lEnd          = prepare(EndLayout)
-)
+// lays are the prepared layouts of one name character set.
+type lays struct {
+	header, transfer, transferEDI, payroll, debit, trailer, debitTrailer, end *lay
+}
+
+func prepareAll(names NameChars) *lays {
+	return &lays{
+		header:       prepare(HeaderLayout, names),
+		transfer:     prepare(TransferDataLayout, names),
+		transferEDI:  prepare(TransferEDIDataLayout, names),
+		payroll:      prepare(PayrollDataLayout, names),
+		debit:        prepare(DebitDataLayout, names),
+		trailer:      prepare(TrailerLayout, names),
+		debitTrailer: prepare(DebitTrailerLayout, names),
+		end:          prepare(EndLayout, names),
+	}
+}
+
+// layoutsFor holds the prepared layouts by NameChars.
+var layoutsFor = [2]*lays{prepareAll(NamesStrict), prepareAll(NamesLongVowel)}
 
 // checker validates records one at a time in the context of their file:
 // record order, group totals, encodings. It never allocates for a valid
 // record.
 type checker struct {
+	L      *lays // the layouts of the bank's name set
 	report func(*fixed.Error)
 	bad    bool // the current record has an error
 	st     state
@@ -211,8 +225,8 @@ type checker struct {
 	last   int    // last record number
 }
 
-func newChecker(report func(*fixed.Error)) *checker {
-	return &checker{report: report}
+func newChecker(report func(*fixed.Error), names NameChars) *checker {
+	return &checker{L: layoutsFor[names&1], report: report}
 }
 
 // lost is told about a record the scanner could not frame (short or
@@ -265,6 +279,12 @@ func (c *checker) fields(x *lay) {
 		s := &x.specs[i]
 		v := b[s.lo:s.hi]
 		r, idx := fixed.Check(s.f.Type, v)
+		if s.set != nil {
+			r, idx = 0, firstRefused(s.set, v)
+			if idx >= 0 {
+				r = fixed.BadChar
+			}
+		}
 		if r == fixed.Overflow && s.f.Type == fixed.N {
 			r = 0 // a 20-digit code (顧客番号) is digits, not a uint64
 		}
@@ -297,7 +317,7 @@ func describe(f fixed.Field, v []byte, idx int, r fixed.Reason) string {
 	case fixed.NotNumeric:
 		return fmt.Sprintf("%s at column %d: %s must be digits only", shown, f.Start+idx, f.Picture())
 	case fixed.BadChar:
-		return fmt.Sprintf("%s at column %d is not allowed (half-width katakana, A-Z, 0-9, space and ( ) - . / only)", shown, f.Start+idx)
+		return fmt.Sprintf("%s at column %d is not allowed %s", shown, f.Start+idx, setHint(f.Name, ch))
 	case fixed.NotBlank:
 		return fmt.Sprintf("%s at column %d: ダミー must be spaces", shown, f.Start+idx)
 	}
@@ -387,27 +407,27 @@ func (c *checker) closeGroup() {
 
 func (c *checker) header(enc Encoding) {
 	if c.st == stGroup {
-		c.recordErr(lHeader, fixed.Invalid, 1, fmt.Sprintf("header, but the group started at record %d has no trailer", c.g.HeaderRecord))
+		c.recordErr(c.L.header, fixed.Invalid, 1, fmt.Sprintf("header, but the group started at record %d has no trailer", c.g.HeaderRecord))
 	}
 	c.closeGroup()
-	c.fields(lHeader)
+	c.fields(c.L.header)
 	b := c.b
 	kind := Kind(num2(hKind.of(b)))
 	if !kind.Valid() {
-		c.fieldErr(lHeader, c.field(lHeader, "Kind"), fixed.Invalid, 0, "種別コード must be 11, 12, 21 or 91")
+		c.fieldErr(c.L.header, c.field(c.L.header, "Kind"), fixed.Invalid, 0, "種別コード must be 11, 12, 21, 71, 72 or 91")
 	}
 	code := hCode.of(b)[0]
 	switch {
 	case code == '0' && enc == EBCDIC:
-		c.fieldErr(lHeader, c.field(lHeader, "CodeType"), fixed.Invalid, 0, "コード区分 0 (JIS) but the header is EBCDIC-encoded")
+		c.fieldErr(c.L.header, c.field(c.L.header, "CodeType"), fixed.Invalid, 0, "コード区分 0 (JIS) but the header is EBCDIC-encoded")
 	case code == '1' && enc == JIS:
-		c.fieldErr(lHeader, c.field(lHeader, "CodeType"), fixed.Invalid, 0, "コード区分 1 (EBCDIC) but the header is JIS-encoded")
+		c.fieldErr(c.L.header, c.field(c.L.header, "CodeType"), fixed.Invalid, 0, "コード区分 1 (EBCDIC) but the header is JIS-encoded")
 	case code != '0' && code != '1':
-		c.fieldErr(lHeader, c.field(lHeader, "CodeType"), fixed.Invalid, 0, "コード区分 must be 0 (JIS) or 1 (EBCDIC)")
+		c.fieldErr(c.L.header, c.field(c.L.header, "CodeType"), fixed.Invalid, 0, "コード区分 must be 0 (JIS) or 1 (EBCDIC)")
 	}
-	c.checkDate(lHeader, "Date", hDate.of(b))
+	c.checkDate(c.L.header, "Date", hDate.of(b))
 	if t := hAcctType.of(b)[0]; t != '1' && t != '2' && t != '9' {
-		c.fieldErr(lHeader, c.field(lHeader, "AccountType"), fixed.Invalid, 0, "預金種目 must be 1, 2 or 9")
+		c.fieldErr(c.L.header, c.field(c.L.header, "AccountType"), fixed.Invalid, 0, "預金種目 must be 1, 2 or 9")
 	}
 	c.st = stGroup
 	c.gEnc = enc
@@ -439,31 +459,33 @@ func (c *checker) checkDate(x *lay, name string, v []byte) {
 }
 
 func (c *checker) dataLayout() *lay {
-	switch c.g.Header.Kind {
-	case KindDebit:
-		return lDebit
-	case KindSalary, KindBonus:
-		return lPayroll
+	switch k := c.g.Header.Kind; {
+	case k == KindDebit:
+		return c.L.debit
+	case k.Payroll():
+		return c.L.payroll
 	}
 	if tFlag.of(c.b)[0] == 'Y' {
-		return lTransferEDI
+		return c.L.transferEDI
 	}
-	return lTransfer
+	return c.L.transfer
 }
 
 func (c *checker) data() {
 	if c.st != stGroup {
-		c.recordErr(lTransfer, fixed.Invalid, 1, "data record outside a header…trailer group")
+		c.recordErr(c.L.transfer, fixed.Invalid, 1, "data record outside a header…trailer group")
 		return
 	}
 	if !c.g.Header.Kind.Valid() {
-		c.recordErr(lTransfer, fixed.Invalid, 1, fmt.Sprintf("data record in the group started at record %d, whose 種別コード is invalid", c.g.HeaderRecord))
+		c.recordErr(c.L.transfer, fixed.Invalid, 1, fmt.Sprintf("data record in the group started at record %d, whose 種別コード is invalid", c.g.HeaderRecord))
 		return
 	}
 	x := c.dataLayout()
 	c.fields(x)
 	b := c.b
-	if t := dAcctType.of(b)[0]; t != '1' && t != '2' && t != '4' && t != '9' {
+	if t := dAcctType.of(b)[0]; x == c.L.debit && !validDebitAccountType(t-'0') {
+		c.fieldErr(x, c.field(x, "AccountType"), fixed.Invalid, 0, "預金種目 must be 1, 2, 3 or 9 (口座振替)")
+	} else if x != c.L.debit && !validAccountType(t-'0') {
 		c.fieldErr(x, c.field(x, "AccountType"), fixed.Invalid, 0, "預金種目 must be 1, 2, 4 or 9")
 	}
 	if v := dNew.of(b)[0]; v != '0' && v != '1' && v != '2' && v != ' ' {
@@ -474,14 +496,14 @@ func (c *checker) data() {
 		c.g.Incomplete = true
 	}
 	switch x {
-	case lTransfer, lTransferEDI:
+	case c.L.transfer, c.L.transferEDI:
 		if v := tMode.of(b)[0]; v != '7' && v != '8' && v != ' ' {
 			c.fieldErr(x, c.field(x, "TransferMode"), fixed.Invalid, 0, "振込指定区分 must be 7 (電信), 8 (文書) or blank")
 		}
 		if v := tFlag.of(b)[0]; v != 'Y' && v != ' ' {
 			c.fieldErr(x, c.field(x, "IDFlag"), fixed.Invalid, 0, "識別表示 must be Y or blank")
 		}
-	case lDebit:
+	case c.L.debit:
 		r := num2(xResult.of(b))
 		if r < 0 {
 			c.g.Incomplete = true
@@ -507,13 +529,13 @@ func (c *checker) data() {
 
 func (c *checker) trailer() {
 	if c.st != stGroup {
-		c.recordErr(lTrailer, fixed.Invalid, 1, "trailer record without a header")
+		c.recordErr(c.L.trailer, fixed.Invalid, 1, "trailer record without a header")
 		c.st = stTrailer
 		return
 	}
-	x := lTrailer
+	x := c.L.trailer
 	if c.g.Header.Kind == KindDebit {
-		x = lDebitTrailer
+		x = c.L.debitTrailer
 	}
 	c.fields(x)
 	b := c.b
@@ -524,7 +546,7 @@ func (c *checker) trailer() {
 	}
 	c.equal(x, "Count", trCount.of(b), c.g.Count, maxCount, "合計件数", "data records in the group")
 	c.equal(x, "Total", trTotal.of(b), c.g.Total, maxTotal, "合計金額", "sum of the data amounts")
-	if x == lDebitTrailer {
+	if x == c.L.debitTrailer {
 		done, doneAmt := num2(trDone.of(b)), num2(trDoneAmt.of(b))
 		failed, failedAmt := num2(trFailed.of(b)), num2(trFailedAmt.of(b))
 		if done == 0 && doneAmt == 0 && failed == 0 && failedAmt == 0 && c.g.Count > 0 {
@@ -566,11 +588,11 @@ func (c *checker) equal(x *lay, name string, field []byte, computed, max int64, 
 func (c *checker) end() {
 	switch c.st {
 	case stStart:
-		c.recordErr(lEnd, fixed.Invalid, 1, "end record without a header…trailer group")
+		c.recordErr(c.L.end, fixed.Invalid, 1, "end record without a header…trailer group")
 	case stGroup:
-		c.recordErr(lEnd, fixed.Invalid, 1, fmt.Sprintf("end record, but the group started at record %d has no trailer", c.g.HeaderRecord))
+		c.recordErr(c.L.end, fixed.Invalid, 1, fmt.Sprintf("end record, but the group started at record %d has no trailer", c.g.HeaderRecord))
 	}
-	c.fields(lEnd)
+	c.fields(c.L.end)
 	c.g.End = true
 	c.closeGroup()
 	c.st = stStart

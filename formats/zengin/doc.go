@@ -17,6 +17,11 @@
 // first, and only when it returns no error, rewind and stream the records
 // with a Reader to apply them (see Example_validateThenApply).
 //
+// Banks differ on the characters of names: the strict set (no ｰ) is the
+// default and Options.Names / Writer.Names select the set with ｰ for a
+// bank that accepts it. EDI情報 has its own, wider set. Writer.FoldSmallKana
+// writes small kana full size instead of refusing them.
+//
 // The package is pure encode/decode/validate: it does no I/O beyond the
 // io.Reader/io.Writer it is handed and imports nothing of zcgw except the
 // sibling formats/fixed, formats/charset and formats/recordio packages.

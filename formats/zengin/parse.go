@@ -23,7 +23,7 @@ func ParseRecord(kind Kind, b []byte) (Record, error) {
 			Err: &recordio.LineError{Msg: fmt.Sprintf("%d bytes, want %d", len(b), RecordLen)}}
 	}
 	errs := fixed.NewErrorList(DefaultMaxErrors)
-	c := newChecker(func(e *fixed.Error) { errs.Add(e) })
+	c := newChecker(func(e *fixed.Error) { errs.Add(e) }, NamesStrict)
 	enc := JIS
 	if b[0] >= ebcdic0 && b[0] <= ebcdic0+9 {
 		enc = EBCDIC

@@ -10,13 +10,29 @@ import (
 	"github.com/zcgw/zcgw/formats/charset"
 )
 
+// textRunes are the name characters with ｰ (NamesLongVowel).
 var textRunes = []rune("ｱｲｳｴｵｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾅﾆﾇﾈﾉﾊﾋﾌﾍﾎﾏﾐﾑﾒﾓﾔﾕﾖﾗﾘﾙﾚﾛﾜｦﾝﾞﾟｰABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ()-./")
 
-func randText(r *rand.Rand, max int) string {
+// runeSets are the random text characters by name set (strict has no ｰ)
+// and field (EDI情報 adds ｢ ｣ \ , ' + : ?).
+var runeSets = func() (t [2][2][]rune) {
+	strict := []rune(strings.ReplaceAll(string(textRunes), "ｰ", ""))
+	t[NamesStrict][0], t[NamesLongVowel][0] = strict, textRunes
+	t[NamesStrict][1] = append([]rune("｢｣\\,'+:?"), strict...)
+	t[NamesLongVowel][1] = append([]rune("｢｣\\,'+:?"), textRunes...)
+	return t
+}()
+
+// randText is a name (or, with edi, an EDI情報 text) of the name set.
+func randText(r *rand.Rand, names NameChars, max int, edi ...bool) string {
+	set := runeSets[names][0]
+	if len(edi) > 0 && edi[0] {
+		set = runeSets[names][1]
+	}
 	n := r.IntN(max + 1)
 	var b strings.Builder
 	for range n {
-		b.WriteRune(textRunes[r.IntN(len(textRunes))])
+		b.WriteRune(set[r.IntN(len(set))])
 	}
 	return strings.TrimRight(b.String(), " ")
 }
@@ -36,18 +52,24 @@ func randOptDigits(r *rand.Rand, n int) string {
 	return randDigits(r, n)
 }
 
-func randAccount(r *rand.Rand) Account {
+// randAccount is a random account; a debit (口座振替) one has 預金種目 1,
+// 2, 3 or 9, any other 1, 2, 4 or 9.
+func randAccount(r *rand.Rand, names NameChars, debit bool) Account {
+	types := []uint8{1, 2, 4, 9}
+	if debit {
+		types = []uint8{1, 2, 3, 9}
+	}
 	return Account{
-		BankCode: randDigits(r, 4), BankName: randText(r, 15), BranchCode: randDigits(r, 3), BranchName: randText(r, 15),
-		AccountType: []uint8{1, 2, 4, 9}[r.IntN(4)], AccountNumber: randDigits(r, 7), Name: randText(r, 30),
+		BankCode: randDigits(r, 4), BankName: randText(r, names, 15), BranchCode: randDigits(r, 3), BranchName: randText(r, names, 15),
+		AccountType: types[r.IntN(4)], AccountNumber: randDigits(r, 7), Name: randText(r, names, 30),
 	}
 }
 
-func randGroup(r *rand.Rand) (recs []Record, result bool) {
-	kind := []Kind{KindTransfer, KindSalary, KindBonus, KindDebit}[r.IntN(4)]
-	h := &Header{Kind: kind, Encoding: Encoding(r.IntN(2)), ClientCode: randDigits(r, 10), ClientName: randText(r, 40),
-		Date: Date{Month: 1 + r.IntN(12), Day: 1 + r.IntN(28)}, BankCode: randDigits(r, 4), BankName: randText(r, 15),
-		BranchCode: randDigits(r, 3), BranchName: randText(r, 15), AccountType: []uint8{1, 2, 9}[r.IntN(3)], AccountNumber: randDigits(r, 7)}
+func randGroup(r *rand.Rand, names NameChars) (recs []Record, result bool) {
+	kind := []Kind{KindTransfer, KindSalary, KindBonus, KindCivilSalary, KindCivilBonus, KindDebit}[r.IntN(6)]
+	h := &Header{Kind: kind, Encoding: Encoding(r.IntN(2)), ClientCode: randDigits(r, 10), ClientName: randText(r, names, 40),
+		Date: Date{Month: 1 + r.IntN(12), Day: 1 + r.IntN(28)}, BankCode: randDigits(r, 4), BankName: randText(r, names, 15),
+		BranchCode: randDigits(r, 3), BranchName: randText(r, names, 15), AccountType: []uint8{1, 2, 9}[r.IntN(3)], AccountNumber: randDigits(r, 7)}
 	recs = append(recs, h)
 	result = kind == KindDebit && r.IntN(2) == 0
 	var count, total, done, doneAmt, failed, failedAmt int64
@@ -56,19 +78,19 @@ func randGroup(r *rand.Rand) (recs []Record, result bool) {
 		var d DataRecord
 		switch kind {
 		case KindTransfer:
-			t := &TransferData{Account: randAccount(r), ClearingHouse: randOptDigits(r, 4), Amount: amount, NewCode: uint8(r.IntN(3)),
+			t := &TransferData{Account: randAccount(r, names, false), ClearingHouse: randOptDigits(r, 4), Amount: amount, NewCode: uint8(r.IntN(3)),
 				TransferMode: []uint8{0, 7, 8}[r.IntN(3)]}
 			if r.IntN(2) == 0 {
-				t.IsEDI, t.EDI = true, randText(r, 20)
+				t.IsEDI, t.EDI = true, randText(r, names, 20, true)
 			} else {
 				t.CustomerCode1, t.CustomerCode2 = randOptDigits(r, 10), randOptDigits(r, 10)
 			}
 			d = t
-		case KindSalary, KindBonus:
-			d = &PayrollData{Account: randAccount(r), ClearingHouse: randOptDigits(r, 4), Amount: amount, NewCode: uint8(r.IntN(3)),
+		case KindSalary, KindBonus, KindCivilSalary, KindCivilBonus:
+			d = &PayrollData{Account: randAccount(r, names, false), ClearingHouse: randOptDigits(r, 4), Amount: amount, NewCode: uint8(r.IntN(3)),
 				EmployeeNumber: randOptDigits(r, 10), DepartmentCode: randOptDigits(r, 10)}
 		default:
-			x := &DebitData{Account: randAccount(r), Amount: amount, NewCode: uint8(r.IntN(3)), CustomerNumber: randOptDigits(r, 20)}
+			x := &DebitData{Account: randAccount(r, names, true), Amount: amount, NewCode: uint8(r.IntN(3)), CustomerNumber: randOptDigits(r, 20)}
 			if result {
 				x.Result = []ResultCode{0, 1, 2, 3, 4, 8, 9}[r.IntN(7)]
 			}
@@ -96,15 +118,18 @@ func randGroup(r *rand.Rand) (recs []Record, result bool) {
 }
 
 // TestPropertyRoundTrip: decode(encode(x)) == x for random valid files
-// (random kinds, encodings, texts, optional fields and result codes).
+// (random kinds, encodings, texts, optional fields and result codes),
+// with either name character set.
 func TestPropertyRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 500 {
+		names := NameChars(i % 2)
 		var want []Record
 		var buf bytes.Buffer
 		w := NewWriter(&buf)
+		w.Names = names
 		for range 1 + r.IntN(3) {
-			g, result := randGroup(r)
+			g, result := randGroup(r, names)
 			w.ResultFile = result
 			for _, rec := range g {
 				if err := w.Write(rec); err != nil {
@@ -116,10 +141,16 @@ func TestPropertyRoundTrip(t *testing.T) {
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Validate(bytes.NewReader(buf.Bytes())); err != nil {
+		if _, err := ValidateOptions(bytes.NewReader(buf.Bytes()), Options{Names: names}); err != nil {
 			t.Fatalf("case %d: written file does not validate: %v", i, err)
 		}
-		got := readAll(t, buf.Bytes())
+		var got []Record
+		for rec, err := range NewReaderOptions(bytes.NewReader(buf.Bytes()), Options{Names: names}).Records() {
+			if err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			}
+			got = append(got, rec)
+		}
 		if !reflect.DeepEqual(got, want) {
 			for j := range min(len(got), len(want)) {
 				if !reflect.DeepEqual(got[j], want[j]) {

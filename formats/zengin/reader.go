@@ -32,11 +32,18 @@ type Reader struct {
 	ck *checker
 }
 
-// NewReader reads a Zengin file from r.
-func NewReader(r io.Reader) *Reader {
+// NewReader reads a Zengin file from r with the default Options (strict
+// names).
+func NewReader(r io.Reader) *Reader { return NewReaderOptions(r, Options{}) }
+
+// NewReaderOptions reads a Zengin file from r with a bank's Options.
+func NewReaderOptions(r io.Reader, o Options) *Reader {
 	z := &Reader{}
 	z.st.MaxErrors = DefaultMaxErrors
-	z.ck = newChecker(z.st.Add)
+	if o.MaxErrors > 0 {
+		z.st.MaxErrors = o.MaxErrors
+	}
+	z.ck = newChecker(z.st.Add, o.Names)
 	z.st.Scanner = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { z.ck.lost(e); z.st.Add(e) })
 	z.st.Scanner.RecordType = "zengin"
 	z.st.Decode = z.decode
@@ -93,8 +100,17 @@ func Validate(r io.Reader) (Summary, error) {
 
 // ValidateMax is Validate keeping up to maxErrors errors.
 func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
-	errs := fixed.NewErrorList(maxErrors)
-	ck := newChecker(func(e *fixed.Error) { errs.Add(e) })
+	return ValidateOptions(r, Options{MaxErrors: maxErrors})
+}
+
+// ValidateOptions is Validate with a bank's Options (name character set,
+// error cap).
+func ValidateOptions(r io.Reader, o Options) (Summary, error) {
+	if o.MaxErrors <= 0 {
+		o.MaxErrors = DefaultMaxErrors
+	}
+	errs := fixed.NewErrorList(o.MaxErrors)
+	ck := newChecker(func(e *fixed.Error) { errs.Add(e) }, o.Names)
 	sc := recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) { ck.lost(e); errs.Add(e) })
 	sc.RecordType = "zengin"
 	if err := recordio.Drain(sc, func(rec recordio.Record) { ck.check(rec) },

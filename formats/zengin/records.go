@@ -41,15 +41,23 @@ type Kind uint8
 
 // Kinds.
 const (
-	KindSalary   Kind = 11 // 給与
-	KindBonus    Kind = 12 // 賞与
-	KindTransfer Kind = 21 // 総合振込
-	KindDebit    Kind = 91 // 口座振替
+	KindSalary      Kind = 11 // 給与 (民間)
+	KindBonus       Kind = 12 // 賞与 (民間)
+	KindTransfer    Kind = 21 // 総合振込
+	KindCivilSalary Kind = 71 // 給与 (公務員)
+	KindCivilBonus  Kind = 72 // 賞与 (公務員)
+	KindDebit       Kind = 91 // 口座振替
 )
 
 // Valid reports whether k is a supported 種別コード.
 func (k Kind) Valid() bool {
-	return k == KindSalary || k == KindBonus || k == KindTransfer || k == KindDebit
+	return k == KindTransfer || k == KindDebit || k.Payroll()
+}
+
+// Payroll reports whether k is 給与 or 賞与 (民間 11, 12 or 公務員 71,
+// 72): its data records are PayrollData.
+func (k Kind) Payroll() bool {
+	return k == KindSalary || k == KindBonus || k == KindCivilSalary || k == KindCivilBonus
 }
 
 func (k Kind) String() string {
@@ -58,6 +66,10 @@ func (k Kind) String() string {
 		return "11 給与"
 	case KindBonus:
 		return "12 賞与"
+	case KindCivilSalary:
+		return "71 給与 (公務員)"
+	case KindCivilBonus:
+		return "72 賞与 (公務員)"
 	case KindTransfer:
 		return "21 総合振込"
 	case KindDebit:
@@ -153,6 +165,8 @@ type Record interface {
 	// to dst, or returns a *fixed.Error naming the field that cannot be
 	// encoded (bad character, value too long or out of range).
 	AppendRecord(dst []byte) ([]byte, error)
+	// appendWith is AppendRecord with the Writer's options.
+	appendWith(dst []byte, o encodeOptions) ([]byte, error)
 }
 
 // DataRecord is a data record of any kind.
@@ -183,7 +197,7 @@ type Account struct {
 	BankName      string
 	BranchCode    string // 3 digits
 	BranchName    string
-	AccountType   uint8  // 1 普通, 2 当座, 4 貯蓄, 9 その他
+	AccountType   uint8  // 1 普通, 2 当座, 4 貯蓄, 9 その他 (口座振替: 1, 2, 3 納税準備預金, 9)
 	AccountNumber string // 7 digits
 	Name          string // 受取人名 / 預金者名
 }
@@ -201,7 +215,7 @@ type TransferData struct {
 	TransferMode  uint8  // 振込指定区分 7 電信, 8 文書, 0 blank
 }
 
-// PayrollData is a 給与/賞与 data record.
+// PayrollData is a 給与/賞与 data record (種別コード 11, 12, 71, 72).
 type PayrollData struct {
 	Account
 	ClearingHouse  string
@@ -400,7 +414,7 @@ func decodeData(kind Kind, b []byte) DataRecord {
 			CustomerNumber: t.digits(xCust),
 			Result:         ResultCode(t.num(xResult)),
 		}
-	case KindSalary, KindBonus:
+	case KindSalary, KindBonus, KindCivilSalary, KindCivilBonus:
 		return &PayrollData{
 			Account:        decodeAccount(&t),
 			ClearingHouse:  t.digits(dClearing),
@@ -440,17 +454,25 @@ func decodeTrailer(kind Kind, b []byte) Record {
 
 // ---- encoding to canonical bytes ----
 
+// encodeOptions are the Writer's choices (the zero value is
+// AppendRecord's: strict names, no folding).
+type encodeOptions struct {
+	names NameChars
+	fold  bool // fold small kana (ｧ -> ｱ) instead of refusing them
+}
+
 // encoder fills one record and remembers the first field that failed.
 type encoder struct {
 	l   *fixed.Layout
 	b   []byte
+	o   encodeOptions
 	err error
 }
 
-func newEncoder(l *fixed.Layout, dst []byte) (*encoder, []byte) {
+func newEncoder(l *fixed.Layout, dst []byte, o encodeOptions) (*encoder, []byte) {
 	start := len(dst)
 	dst = append(dst, blankRecord[:]...)
-	e := &encoder{l: l, b: dst[start:]}
+	e := &encoder{l: l, b: dst[start:], o: o}
 	for _, s := range prepared[l].specs {
 		if s.cnst != "" {
 			copy(e.b[s.lo:s.hi], s.cnst)
@@ -507,8 +529,9 @@ func (e *encoder) digits(p fpos, name, s string) {
 }
 
 // text writes s (UTF-8; full-width katakana and ASCII are converted to
-// half-width) left-justified; characters outside the Zengin set or a value
-// too long are refused.
+// half-width) left-justified; characters outside the field's set (the
+// name set, or EDI情報's) or a value too long are refused. With the fold
+// option small kana are written full size (ｷｭｳﾖ -> ｷﾕｳﾖ).
 func (e *encoder) text(p fpos, name, s string) {
 	dst := p.of(e.b)
 	var buf [64]byte
@@ -516,14 +539,24 @@ func (e *encoder) text(p fpos, name, s string) {
 	if fast, ok := appendHalfWidthFast(buf[:0], s); ok {
 		c = fast
 	} else {
+		in := s
+		if name == "EDI" {
+			in = ediYen.Replace(in)
+		}
+		if e.o.fold {
+			in = fullWidthFold.Replace(in)
+		}
 		var err error
-		if c, err = charset.AppendHalfWidth(buf[:0], s); err != nil {
+		if c, err = charset.AppendHalfWidth(buf[:0], in); err != nil {
 			e.fail(name, "cannot write "+strconv.Quote(s), err)
 			return
 		}
 	}
-	if i := fixed.FirstInvalidKana(c); i >= 0 {
-		e.fail(name, fmt.Sprintf("character %q not allowed in a Zengin text field", rune(charset.CanonicalRune(c[i]))), nil)
+	if e.o.fold {
+		foldSmall(c)
+	}
+	if i := firstRefused(textSet(e.o.names, name), c); i >= 0 {
+		e.fail(name, fmt.Sprintf("character %q not allowed %s", rune(charset.CanonicalRune(c[i])), setHint(name, c[i])), nil)
 		return
 	}
 	if !fixed.PutText(dst, c) {
@@ -561,9 +594,13 @@ func appendHalfWidthFast(dst []byte, s string) ([]byte, bool) {
 
 // AppendRecord implements Record.
 func (h *Header) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(HeaderLayout, dst)
+	return h.appendWith(dst, encodeOptions{})
+}
+
+func (h *Header) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(HeaderLayout, dst, o)
 	if !h.Kind.Valid() {
-		e.fail("Kind", fmt.Sprintf("種別コード %d is not 11, 12, 21 or 91", h.Kind), nil)
+		e.fail("Kind", fmt.Sprintf("種別コード %d is not 11, 12, 21, 71, 72 or 91", h.Kind), nil)
 	}
 	e.num(hKind, "Kind", int64(h.Kind))
 	if h.Encoding > EBCDIC {
@@ -588,12 +625,16 @@ func (h *Header) AppendRecord(dst []byte) ([]byte, error) {
 	return dst, e.err
 }
 
-func (a *Account) encode(e *encoder) {
+// encode writes bytes 2–80; debit selects the 口座振替 預金種目 set.
+func (a *Account) encode(e *encoder, debit bool) {
 	e.digits(dBank, "BankCode", a.BankCode)
 	e.text(dBankName, "BankName", a.BankName)
 	e.digits(dBranch, "BranchCode", a.BranchCode)
 	e.text(dBranchName, "BranchName", a.BranchName)
-	if !validAccountType(a.AccountType) {
+	switch {
+	case debit && !validDebitAccountType(a.AccountType):
+		e.fail("AccountType", fmt.Sprintf("預金種目 %d is not 1, 2, 3 or 9 (口座振替)", a.AccountType), nil)
+	case !debit && !validAccountType(a.AccountType):
 		e.fail("AccountType", fmt.Sprintf("預金種目 %d is not 1, 2, 4 or 9", a.AccountType), nil)
 	}
 	e.num(dAcctType, "AccountType", int64(a.AccountType))
@@ -611,8 +652,12 @@ func encodeCommon(e *encoder, amount int64, newCode uint8) {
 
 // AppendRecord implements Record.
 func (d *TransferData) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(d.Layout(), dst)
-	d.Account.encode(e)
+	return d.appendWith(dst, encodeOptions{})
+}
+
+func (d *TransferData) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(d.Layout(), dst, o)
+	d.Account.encode(e, false)
 	e.digits(dClearing, "ClearingHouse", d.ClearingHouse)
 	encodeCommon(e, d.Amount, d.NewCode)
 	if d.IsEDI {
@@ -634,8 +679,12 @@ func (d *TransferData) AppendRecord(dst []byte) ([]byte, error) {
 
 // AppendRecord implements Record.
 func (d *PayrollData) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(PayrollDataLayout, dst)
-	d.Account.encode(e)
+	return d.appendWith(dst, encodeOptions{})
+}
+
+func (d *PayrollData) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(PayrollDataLayout, dst, o)
+	d.Account.encode(e, false)
 	e.digits(dClearing, "ClearingHouse", d.ClearingHouse)
 	encodeCommon(e, d.Amount, d.NewCode)
 	e.digits(pEmp, "EmployeeNumber", d.EmployeeNumber)
@@ -645,8 +694,12 @@ func (d *PayrollData) AppendRecord(dst []byte) ([]byte, error) {
 
 // AppendRecord implements Record.
 func (d *DebitData) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(DebitDataLayout, dst)
-	d.Account.encode(e)
+	return d.appendWith(dst, encodeOptions{})
+}
+
+func (d *DebitData) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(DebitDataLayout, dst, o)
+	d.Account.encode(e, true)
 	encodeCommon(e, d.Amount, d.NewCode)
 	e.digits(xCust, "CustomerNumber", d.CustomerNumber)
 	if !d.Result.Valid() {
@@ -658,7 +711,11 @@ func (d *DebitData) AppendRecord(dst []byte) ([]byte, error) {
 
 // AppendRecord implements Record.
 func (t *Trailer) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(TrailerLayout, dst)
+	return t.appendWith(dst, encodeOptions{})
+}
+
+func (t *Trailer) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(TrailerLayout, dst, o)
 	e.num(trCount, "Count", t.Count)
 	e.num(trTotal, "Total", t.Total)
 	return dst, e.err
@@ -666,7 +723,11 @@ func (t *Trailer) AppendRecord(dst []byte) ([]byte, error) {
 
 // AppendRecord implements Record.
 func (t *DebitTrailer) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(DebitTrailerLayout, dst)
+	return t.appendWith(dst, encodeOptions{})
+}
+
+func (t *DebitTrailer) appendWith(dst []byte, o encodeOptions) ([]byte, error) {
+	e, dst := newEncoder(DebitTrailerLayout, dst, o)
 	e.num(trCount, "Count", t.Count)
 	e.num(trTotal, "Total", t.Total)
 	e.num(trDone, "DoneCount", t.DoneCount)
@@ -678,9 +739,12 @@ func (t *DebitTrailer) AppendRecord(dst []byte) ([]byte, error) {
 
 // AppendRecord implements Record.
 func (*End) AppendRecord(dst []byte) ([]byte, error) {
-	_, dst = newEncoder(EndLayout, dst)
+	_, dst = newEncoder(EndLayout, dst, encodeOptions{})
 	return dst, nil
 }
 
+func (r *End) appendWith(dst []byte, _ encodeOptions) ([]byte, error) { return r.AppendRecord(dst) }
+
 func validHeaderAccountType(t uint8) bool { return t == 1 || t == 2 || t == 9 }
 func validAccountType(t uint8) bool       { return t == 1 || t == 2 || t == 4 || t == 9 }
+func validDebitAccountType(t uint8) bool  { return t == 1 || t == 2 || t == 3 || t == 9 }

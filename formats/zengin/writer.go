@@ -30,6 +30,13 @@ type Writer struct {
 	// 振替済/振替不能 figures (a result file). Otherwise they are zero (a
 	// request), and every 振替結果コード must be 0.
 	ResultFile bool
+	// Names is the counterpart bank's name character set (default
+	// NamesStrict: ｰ is refused).
+	Names NameChars
+	// FoldSmallKana writes small kana full size (ｷｭｳﾖ -> ｷﾕｳﾖ, ァ -> ｱ,
+	// ヵ -> ｶ), as banks do when they convert names, instead of refusing
+	// them (the default).
+	FoldSmallKana bool
 }
 
 // NewWriter writes to w; call Flush at the end.
@@ -44,7 +51,7 @@ func (w *Writer) fail(format string, args ...any) error {
 
 // emit encodes one record in the group's encoding, with CR LF.
 func (w *Writer) emit(rec Record) error {
-	b, err := rec.AppendRecord(w.buf[:0])
+	b, err := rec.appendWith(w.buf[:0], encodeOptions{names: w.Names, fold: w.FoldSmallKana})
 	if err != nil {
 		if fe, ok := err.(*fixed.Error); ok {
 			fe.Record = w.num + 1
@@ -98,7 +105,7 @@ func (w *Writer) WriteData(d DataRecord) error {
 	case *TransferData:
 		ok = w.kind == KindTransfer
 	case *PayrollData:
-		ok = w.kind == KindSalary || w.kind == KindBonus
+		ok = w.kind.Payroll()
 	case *DebitData:
 		ok = w.kind == KindDebit
 	}
