@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/zcgw/zcgw/formats/filetool"
+	"github.com/zcgw/zcgw/formats/zengin"
 )
 
 // progressMin is the file size from which a progress bar is shown (on a
@@ -22,10 +23,12 @@ func init() {
 }
 
 func filesUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw files describe FILE")
-	fmt.Fprintln(w, "       zcgw files validate FILE")
-	fmt.Fprintln(w, "       zcgw files convert [--encoding jis|ebcdic] [--separator crlf|none] [--out OUT] FILE")
-	fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid file, 2 usage or I/O error.")
+	fmt.Fprintln(w, "usage: zcgw files describe [--names strict|long-vowel] FILE")
+	fmt.Fprintln(w, "       zcgw files validate [--names strict|long-vowel] FILE")
+	fmt.Fprintln(w, "       zcgw files convert [--names strict|long-vowel] [--encoding jis|ebcdic] [--separator crlf|none] [--out OUT] FILE")
+	fmt.Fprintln(w, "       zcgw files submit [--data DIR] [--zengin-code CODE] [--names strict|long-vowel] BANK FILE")
+	fmt.Fprintln(w, "--names: the Zengin name character set of the bank (strict: no ｰ, the default).")
+	fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid file (any content that is not a valid file), 2 usage or I/O error.")
 }
 
 func runFiles(ctx context.Context, e *env, args []string) int {
@@ -39,6 +42,7 @@ func runFiles(ctx context.Context, e *env, args []string) int {
 	}
 	fs := e.flagSet("files " + sub)
 	maxErrors := fs.Int("max-errors", 100, "most errors listed")
+	namesFlag := fs.String("names", "strict", "Zengin name character set: strict (no ｰ) or long-vowel")
 	var encoding, separator, out *string
 	if sub == "convert" {
 		encoding = fs.String("encoding", "", "jis or ebcdic (Zengin only; default: keep)")
@@ -52,6 +56,11 @@ func runFiles(ctx context.Context, e *env, args []string) int {
 		filesUsage(e.Stderr)
 		return 2
 	}
+	names, err := zengin.ParseNameChars(*namesFlag)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files:", err)
+		return 2
+	}
 	name := fs.Arg(0)
 	f, err := os.Open(name)
 	if err != nil {
@@ -59,7 +68,7 @@ func runFiles(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	defer f.Close()
-	opts := filetool.Options{MaxErrors: *maxErrors}
+	opts := filetool.Options{MaxErrors: *maxErrors, Names: names}
 	if st, err := f.Stat(); err == nil && st.Size() >= progressMin && stderrIsTerminal(e) {
 		opts.Progress, opts.Size = e.Stderr, st.Size()
 	}

@@ -60,7 +60,8 @@ func Convert(w io.Writer, r io.ReadSeeker, o ConvertOptions) (*Result, error) {
 	switch res.Format {
 	case Zengin:
 		zw := zengin.NewWriter(out)
-		for rec, err := range zengin.NewReader(r).Records() {
+		zw.Names = o.Names
+		for rec, err := range zengin.NewReaderOptions(r, zengin.Options{Names: o.Names}).Records() {
 			if err != nil {
 				return res, fmt.Errorf("file changed since validation: %w", err)
 			}

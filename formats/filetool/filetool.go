@@ -34,9 +34,6 @@ func (f Format) String() string {
 	return "unknown"
 }
 
-// ErrUnknownFormat is returned for a file that is neither format.
-var ErrUnknownFormat = errors.New("not a Zengin file (first record '1' + 種別コード) nor an overnight file (first record 'HPOST' or 'HRSLT')")
-
 // Detect recognises a format from the first bytes of a file.
 func Detect(head []byte) Format {
 	if len(head) >= 5 && head[0] == 'H' && (string(head[1:5]) == "POST" || string(head[1:5]) == "RSLT") {
@@ -59,31 +56,43 @@ type Options struct {
 	Size     int64
 	// MaxErrors caps the errors listed (0: the package default).
 	MaxErrors int
+	// Names is the name character set Zengin files are checked with
+	// (default zengin.NamesStrict).
+	Names zengin.NameChars
 }
 
 // input peeks at the format and wraps the reader with the progress bar.
-func input(r io.Reader, o Options) (Format, io.Reader, func(), error) {
+// A file that is neither format (empty, a byte order mark, text, a first
+// record that is no header) is checked as a Zengin file, the default, so
+// that its errors are reported with their record and byte offset like any
+// invalid file's; recognised is then false.
+func input(r io.Reader, o Options) (f Format, in io.Reader, done func(), recognised bool, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(8)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return Unknown, nil, nil, err
+		return Unknown, nil, nil, false, err
 	}
-	f := Detect(head)
-	if f == Unknown {
-		return Unknown, nil, nil, ErrUnknownFormat
+	f = Detect(head)
+	recognised = f != Unknown
+	if !recognised {
+		f = Zengin
 	}
 	if o.Progress == nil {
-		return f, br, func() {}, nil
+		return f, br, func() {}, recognised, nil
 	}
 	p := &progress{r: br, w: o.Progress, size: o.Size}
-	return f, p, p.finish, nil
+	return f, p, p.finish, recognised, nil
 }
 
 // Result is what checking a file found.
 type Result struct {
-	Format    Format
-	Zengin    zengin.Summary
-	Overnight overnight.Summary
+	// Format is the format the file was checked as.
+	Format Format
+	// Unrecognised is set when the file's first bytes are neither format's
+	// (it was checked as a Zengin file and is invalid).
+	Unrecognised bool
+	Zengin       zengin.Summary
+	Overnight    overnight.Summary
 	// Errors are the errors found (nil when the file is valid).
 	Errors *fixed.ErrorList
 }
@@ -92,21 +101,22 @@ type Result struct {
 func (r *Result) OK() bool { return r.Errors == nil || r.Errors.Len() == 0 }
 
 // Check reads and validates a whole file. The returned error is an I/O
-// error or ErrUnknownFormat; problems in the file are in Result.Errors.
+// error; problems in the file, including a file of neither format, are in
+// Result.Errors.
 func Check(r io.Reader, o Options) (*Result, error) {
-	f, in, done, err := input(r, o)
+	f, in, done, recognised, err := input(r, o)
 	if err != nil {
 		return &Result{}, err
 	}
 	defer done()
-	res := &Result{Format: f}
+	res := &Result{Format: f, Unrecognised: !recognised}
 	max := o.MaxErrors
 	if max <= 0 {
 		max = zengin.DefaultMaxErrors
 	}
 	switch f {
 	case Zengin:
-		res.Zengin, err = zengin.ValidateMax(in, max)
+		res.Zengin, err = zengin.ValidateOptions(in, zengin.Options{MaxErrors: max, Names: o.Names})
 	default:
 		res.Overnight, err = overnight.ValidateMax(in, max)
 	}
@@ -125,7 +135,7 @@ func Describe(w io.Writer, name string, r io.Reader, o Options) (*Result, error)
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(w, "%s: %s\n", name, res.Format)
+	fmt.Fprintf(w, "%s: %s\n", name, formatName(res))
 	switch res.Format {
 	case Zengin:
 		describeZengin(w, &res.Zengin)
@@ -153,9 +163,17 @@ func Validate(w io.Writer, name string, r io.Reader, o Options) (*Result, error)
 		fmt.Fprintf(w, "%s: OK: %s, %d records, %d bytes\n", name, res.Format, n, size)
 		return res, nil
 	}
-	fmt.Fprintf(w, "%s: INVALID: %s\n", name, res.Format)
+	fmt.Fprintf(w, "%s: INVALID: %s\n", name, formatName(res))
 	WriteErrors(w, res)
 	return res, nil
+}
+
+// formatName names the format a file was checked as.
+func formatName(res *Result) string {
+	if res.Unrecognised {
+		return "not a recognised file (neither a Zengin header nor HPOST/HRSLT first); checked as a " + res.Format.String()
+	}
+	return res.Format.String()
 }
 
 // WriteErrors lists the errors of a Result, one per line, or "errors: none".

@@ -2,7 +2,6 @@ package filetool
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -104,10 +103,19 @@ func TestValidateOK(t *testing.T) {
 	}
 }
 
-func TestUnknownFormat(t *testing.T) {
-	_, err := Describe(&bytes.Buffer{}, "x", strings.NewReader("hello"), Options{})
-	if !errors.Is(err, ErrUnknownFormat) {
-		t.Fatalf("err = %v", err)
+// A file of neither format is an invalid file (checked as Zengin, errors
+// with record and byte offset), not an I/O error.
+func TestUnknownFormatIsAnInvalidFile(t *testing.T) {
+	var out bytes.Buffer
+	res, err := Describe(&out, "x", strings.NewReader("hello"), Options{})
+	if err != nil || res.OK() || !res.Unrecognised || res.Format != Zengin {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if first := FormatError(res.Errors.Errs[0]); !strings.HasPrefix(first, "record 1 line 1 offset 0 col 1 [zengin]: ") {
+		t.Fatalf("first error %q", first)
+	}
+	if !strings.HasPrefix(out.String(), "x: not a recognised file") {
+		t.Fatalf("describe:\n%s", out.String())
 	}
 }
 

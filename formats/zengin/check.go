@@ -373,9 +373,24 @@ func (c *checker) check(rec recordio.Record) (b []byte, kind Kind, typ RecordTyp
 		if c.st == stGroup {
 			c.g.Incomplete = true
 		}
-		c.recordErr(nil, fixed.UnknownRecordType, 1, fmt.Sprintf("データ区分 %s is not 1, 2, 8 or 9", describeByte(c.b[0])))
+		c.recordErr(nil, fixed.UnknownRecordType, 1, fmt.Sprintf("データ区分 %s is not 1, 2, 8 or 9%s", describeByte(c.b[0]), bomHint(c.rec)))
 	}
 	return c.b, c.g.Header.Kind, typ, !c.bad
+}
+
+// bomHint explains a first record that starts with a byte order mark.
+func bomHint(rec recordio.Record) string {
+	if rec.Offset != 0 {
+		return ""
+	}
+	b := rec.Bytes
+	switch {
+	case len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF:
+		return " (the file starts with a UTF-8 byte order mark EF BB BF: Zengin files are single-byte JIS or EBCDIC, without one)"
+	case len(b) >= 2 && (b[0] == 0xFE && b[1] == 0xFF || b[0] == 0xFF && b[1] == 0xFE):
+		return " (the file starts with a UTF-16 byte order mark: Zengin files are single-byte JIS or EBCDIC)"
+	}
+	return ""
 }
 
 func encName(e Encoding) string {
@@ -607,7 +622,9 @@ func (c *checker) finish(size int64, line int64) {
 	}
 	switch {
 	case c.last == 0 && size == 0:
-		at("empty file: no records")
+		// Named as record 1, where the header is missing.
+		c.report(&fixed.Error{Record: 1, RecordType: "zengin", Offset: 0, Reason: fixed.Invalid,
+			Err: &recordio.LineError{Line: 1, Msg: "empty file: no records (a Zengin file starts with a header record)"}})
 	case c.st == stGroup:
 		at(fmt.Sprintf("file ends inside the group started at record %d: missing trailer and end records", c.g.HeaderRecord))
 	case c.st == stTrailer:

@@ -1,5 +1,5 @@
 // Package zengin reads, validates and writes Zengin (全銀協) 120-byte
-// transfer files: 総合振込 (種別コード 21), 給与/賞与 (11/12) and
+// transfer files: 総合振込 (種別コード 21), 給与/賞与 (11/12, 公務員 71/72) and
 // 口座振替 (91) requests and results.
 //
 // Each record layout is declared once as a fixed.Layout (HeaderLayout,
