@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/filetool"
+	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway/filedrop"
 )
 
@@ -18,16 +21,18 @@ import (
 const coordinatorDBName = "zc.db"
 
 func filesSubmitUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw files submit [--data DIR] [--zengin-code CODE] BANK FILE")
-	fmt.Fprintln(w, "Drops FILE (a Zengin 総合振込 or 給与/賞与 file) for participant BANK, as if BANK had put it in")
+	fmt.Fprintln(w, "usage: zcgw files submit [--data DIR] [--zengin-code CODE] [--names strict|long-vowel] BANK FILE")
+	fmt.Fprintln(w, "Drops FILE (a Zengin 総合振込 or 給与/賞与 file) for participant BANK (3 digits), as if BANK had put it in")
 	fmt.Fprintln(w, "<data>/banks/BANK/inbound: duplicate check, whole-file validation, then one BULK transfer per record.")
-	fmt.Fprintln(w, "Exit status: 0 accepted, 1 rejected (see the error report) or duplicate, 2 usage or I/O error.")
+	fmt.Fprintln(w, "FILE is validated where it is first: a file that is not a valid Zengin file is refused and nothing is copied.")
+	fmt.Fprintln(w, "Exit status: 0 accepted, 1 refused, rejected (see the error report) or duplicate, 2 usage or I/O error.")
 }
 
 // runFilesSubmit is `zcgw files submit BANK FILE` (docs/filedrop.md).
 func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 	fs := e.flagSet("files submit")
 	code := fs.String("zengin-code", "", "the bank's 4-digit 全銀 code (default: BANK zero-padded to 4 digits)")
+	namesFlag := fs.String("names", "strict", "the bank's Zengin name character set: strict (no ｰ) or long-vowel")
 	fs.Usage = func() { filesSubmitUsage(e.Stderr) }
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -37,7 +42,22 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	bank, file := fs.Arg(0), fs.Arg(1)
-	if _, err := os.Stat(file); err != nil {
+	names, err := zengin.ParseNameChars(*namesFlag)
+	if err == nil {
+		err = filedrop.CheckBankID(bank)
+	}
+	if err == nil {
+		err = filedrop.CheckName(filepath.Base(file))
+	}
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
+		return 2
+	}
+	// Validate FILE where it is, before anything is created or copied.
+	var invalid *filedrop.InvalidFileError
+	if err := filedrop.CheckSource(file, names, 0); errors.As(err, &invalid) {
+		return refusedSubmit(e, file, invalid)
+	} else if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
 	}
@@ -57,7 +77,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: e.DataDir,
-		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code}}}
+		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code, Names: names}}}
 	bar := stderrIsTerminal(e)
 	if bar {
 		cfg.Progress = func(_, _ string, done, total int64) { drawRecords(e.Stderr, done, total) }
@@ -70,6 +90,9 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 	d, err := p.SubmitFile(ctx, bank, file)
 	if bar && d.Status == filedrop.StatusAccepted {
 		fmt.Fprintln(e.Stderr)
+	}
+	if errors.As(err, &invalid) { // the file changed since the check above
+		return refusedSubmit(e, file, invalid)
 	}
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
@@ -98,6 +121,19 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(e.Stdout, "%s: drop %s is %s\n", file, d.ID, d.Status)
+	return 1
+}
+
+// refusedSubmit prints why FILE was refused before it was copied: each
+// error with its record, line and byte offset (a file that is not a
+// Zengin file gets one error that quotes none of its bytes).
+func refusedSubmit(e *env, file string, invalid *filedrop.InvalidFileError) int {
+	what := "not a valid Zengin file"
+	if invalid.NotZengin {
+		what = "not a Zengin file"
+	}
+	fmt.Fprintf(e.Stdout, "%s: refused, %s: nothing copied, nothing applied\n", file, what)
+	filetool.WriteErrors(e.Stderr, &filetool.Result{Format: filetool.Zengin, Errors: invalid.Errs})
 	return 1
 }
 

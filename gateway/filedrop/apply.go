@@ -55,7 +55,7 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 		}
 		return nil
 	}
-	for rec, err := range zengin.NewReader(file).Records() {
+	for rec, err := range zengin.NewReaderOptions(file, zengin.Options{Names: b.Names}).Records() {
 		if err != nil {
 			return fmt.Errorf("filedrop: %s changed after validation: %w", d.ProcessingName, err)
 		}

@@ -29,7 +29,7 @@ func (p *Processor) check(ctx context.Context, bank Bank, r io.ReadSeeker, payee
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return zengin.Summary{}, err
 	}
-	sum, err := zengin.ValidateMax(r, p.cfg.MaxErrors)
+	sum, err := zengin.ValidateOptions(r, zengin.Options{MaxErrors: p.cfg.MaxErrors, Names: bank.Names})
 	if err != nil {
 		return sum, err
 	}
@@ -43,7 +43,7 @@ func (p *Processor) check(ctx context.Context, bank Bank, r io.ReadSeeker, payee
 	errs := fixed.NewErrorList(p.cfg.MaxErrors)
 	var h *zengin.Header
 	n := 0
-	for rec, err := range zengin.NewReader(r).Records() {
+	for rec, err := range zengin.NewReaderOptions(r, zengin.Options{Names: bank.Names}).Records() {
 		if err != nil {
 			return sum, fmt.Errorf("filedrop: file changed while it was checked: %w", err)
 		}

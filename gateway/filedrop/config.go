@@ -13,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/zengin"
 )
 
 // Coordinator is what the file drop needs from the coordinator:
@@ -41,10 +42,42 @@ type Bank struct {
 	// 仕向銀行番号 must carry. Default: ID left-padded with zeros to 4
 	// digits ("001" -> "0001").
 	ZenginCode string
-	// Dir is the bank's base folder. Default <Config.Root>/banks/<ID>.
+	// Dir is the bank's base folder. Default BankDir(Config.Root, ID):
+	// <Config.Root>/banks/<ID>.
 	Dir string
 	// Inbound and Outbound override <Dir>/inbound and <Dir>/outbound.
 	Inbound, Outbound string
+	// Names is the Zengin name character set the bank uses: its files are
+	// validated with it and its result files written with it. Default
+	// zengin.NamesStrict (ｰ refused); zengin.NamesLongVowel for a bank
+	// that writes ｰ in names.
+	Names zengin.NameChars
+}
+
+// BankIDDigits is the length of a file-drop bank id: the participant
+// bank_id, 3 digits ("001"; docs/filedrop.md).
+const BankIDDigits = 3
+
+// CheckBankID refuses a bank id that is not BankIDDigits digits.
+func CheckBankID(id string) error {
+	if len(id) != BankIDDigits || !allDigits(id) {
+		return fmt.Errorf("filedrop: bank id %q is not %d digits", id, BankIDDigits)
+	}
+	return nil
+}
+
+// BankDir is the one mapping from a bank id to its base folder under the
+// data folder root: <root>/banks/<id>. It refuses anything that is not a
+// bank id (CheckBankID), so no argument can name a folder outside
+// <root>/banks (../../x, an absolute path, a separator).
+func BankDir(root, id string) (string, error) {
+	if err := CheckBankID(id); err != nil {
+		return "", err
+	}
+	if root == "" {
+		return "", fmt.Errorf("filedrop: bank %s: no data folder", id)
+	}
+	return filepath.Join(root, "banks", id), nil
 }
 
 // Folders are a bank's folders.
@@ -148,8 +181,8 @@ func (c *Config) defaults() error {
 	banks := make([]Bank, len(c.Banks))
 	seen := map[string]bool{}
 	for i, b := range c.Banks {
-		if b.ID == "" {
-			return errors.New("filedrop: a Bank has no ID")
+		if err := CheckBankID(b.ID); err != nil {
+			return err
 		}
 		if seen[b.ID] {
 			return fmt.Errorf("filedrop: bank %s configured twice", b.ID)
@@ -165,10 +198,11 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("filedrop: bank %s: ZenginCode %q is not 4 digits", b.ID, b.ZenginCode)
 		}
 		if b.Dir == "" {
-			if c.Root == "" {
-				return fmt.Errorf("filedrop: bank %s: no Dir and no Config.Root", b.ID)
+			dir, err := BankDir(c.Root, b.ID)
+			if err != nil {
+				return err
 			}
-			b.Dir = filepath.Join(c.Root, "banks", b.ID)
+			b.Dir = dir
 		}
 		banks[i] = b
 	}

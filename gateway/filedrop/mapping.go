@@ -38,9 +38,9 @@ func IdempotencyKey(fileHash string, recordNo int) string {
 }
 
 // Purpose is the PaymentInitiated purpose of a file kind: SALARY for
-// 給与 (11) and 賞与 (12), BILL for 総合振込 (21).
+// 給与 and 賞与 (11, 12 and 公務員 71, 72), BILL for 総合振込 (21).
 func Purpose(k zengin.Kind) string {
-	if k == zengin.KindSalary || k == zengin.KindBonus {
+	if k.Payroll() {
 		return "SALARY"
 	}
 	return "BILL"

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
-	"github.com/zcgw/zcgw/formats/fixed"
+	"github.com/zcgw/zcgw/formats/zengin"
 )
 
 // Processor takes complete files from the banks' inbound folders, checks,
@@ -158,6 +158,15 @@ func (p *Processor) PollBank(ctx context.Context, bankID string) (Pass, error) {
 			continue
 		}
 		if !ready {
+			continue
+		}
+		var bad *NameError
+		if errors.As(CheckName(name), &bad) {
+			d, err := p.refuseName(ctx, b, name, bad)
+			pass.count(d)
+			if err != nil {
+				fail(quoteName(name), err)
+			}
 			continue
 		}
 		proc, err := p.claim(b, name)
@@ -405,9 +414,20 @@ func (p *Processor) first(ctx context.Context, b Bank, proc string) (Drop, error
 			"duplicate_of", orig.ID, "file_sha256", hash)
 		return p.resume(ctx, b, d)
 	}
-	sum, err := p.check(ctx, b, file, map[string]string{})
-	var errs *fixed.ErrorList
-	if errors.As(err, &errs) {
+	// A file that is not a Zengin file at all gets one error that quotes
+	// none of its bytes; any other is checked in full.
+	errs, err := notZengin(file)
+	if err != nil {
+		return Drop{}, err
+	}
+	var sum zengin.Summary
+	if errs == nil {
+		sum, err = p.check(ctx, b, file, map[string]string{})
+		if !errors.As(err, &errs) && err != nil {
+			return Drop{}, err
+		}
+	}
+	if errs != nil {
 		d.Status, d.ErrorCount, d.ReportName = StatusRejected, len(errs.Errs)+errs.Dropped, proc+reportSuffix
 		if err := writeAtomic(filepath.Join(f.Error, d.ReportName), func(w io.Writer) error { return writeReport(w, d, sum, errs) }); err != nil {
 			return Drop{}, err
@@ -418,9 +438,6 @@ func (p *Processor) first(ctx context.Context, b Bank, proc string) (Drop, error
 		p.log.WarnContext(ctx, "filedrop.rejected", "bank_id", b.ID, "file", d.FileName, "drop_id", d.ID,
 			"errors", d.ErrorCount, "report", d.ReportName)
 		return p.resume(ctx, b, d)
-	}
-	if err != nil {
-		return Drop{}, err
 	}
 	d.Status, d.RecordCount, d.TotalAmount = StatusApplying, sum.DataCount, sum.DataTotal
 	if err := p.led.insert(ctx, d); err != nil {

@@ -72,7 +72,7 @@ func (p *Processor) result(ctx context.Context, b Bank, d Drop) (bool, error) {
 	known := p.decided[d.ID]
 	p.mu.Unlock()
 	i := 0
-	err = p.eachData(path, func(n int, _ *zengin.Header, _ zengin.Record) error {
+	err = p.eachData(b, path, func(n int, _ *zengin.Header, _ zengin.Record) error {
 		i++
 		if i <= known {
 			return nil
@@ -106,8 +106,9 @@ func (p *Processor) result(ctx context.Context, b Bank, d Drop) (bool, error) {
 	err = writeAtomic(filepath.Join(f.Outbound, name), func(out io.Writer) error {
 		w := zengin.NewWriter(out)
 		w.ResultFile = true
+		w.Names = b.Names
 		var group *zengin.Header
-		err := p.eachRecord(path, func(n int, rec zengin.Record) error {
+		err := p.eachRecord(b, path, func(n int, rec zengin.Record) error {
 			switch r := rec.(type) {
 			case *zengin.Header:
 				if group != nil {
@@ -133,7 +134,7 @@ func (p *Processor) result(ctx context.Context, b Bank, d Drop) (bool, error) {
 				} else {
 					failed++
 				}
-				return w.WriteData(&zengin.DebitData{Account: acc, Amount: amount, NewCode: newCode(rec),
+				return w.WriteData(&zengin.DebitData{Account: resultAccount(acc), Amount: amount, NewCode: newCode(rec),
 					CustomerNumber: fmt.Sprintf("%020d", n), Result: code})
 			}
 			return nil
@@ -180,6 +181,18 @@ func (p *Processor) recordResult(ctx context.Context, d Drop, n int, refused map
 	return code, nil
 }
 
+// resultAccount is a payee account as the result file (口座振替 layout)
+// carries it: that layout's 預金種目 are 1, 2, 3 and 9, so a 貯蓄 (4)
+// account of a 総合振込/給与 record is reported as 9 (その他). The record
+// is identified by its 顧客番号 (the input record number), not by the
+// account.
+func resultAccount(a zengin.Account) zengin.Account {
+	if a.AccountType == 4 {
+		a.AccountType = 9
+	}
+	return a
+}
+
 func newCode(r zengin.Record) uint8 {
 	switch d := r.(type) {
 	case *zengin.TransferData:
@@ -192,14 +205,14 @@ func newCode(r zengin.Record) uint8 {
 
 // eachRecord streams the records of a (validated) file with their file
 // record numbers.
-func (p *Processor) eachRecord(path string, fn func(n int, rec zengin.Record) error) error {
+func (p *Processor) eachRecord(b Bank, path string, fn func(n int, rec zengin.Record) error) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("filedrop: %w", err)
 	}
 	defer file.Close()
 	n := 0
-	for rec, err := range zengin.NewReader(file).Records() {
+	for rec, err := range zengin.NewReaderOptions(file, zengin.Options{Names: b.Names}).Records() {
 		if err != nil {
 			return fmt.Errorf("filedrop: %s: %w", filepath.Base(path), err)
 		}
@@ -212,9 +225,9 @@ func (p *Processor) eachRecord(path string, fn func(n int, rec zengin.Record) er
 }
 
 // eachData streams the data records with their group header.
-func (p *Processor) eachData(path string, fn func(n int, h *zengin.Header, rec zengin.Record) error) error {
+func (p *Processor) eachData(b Bank, path string, fn func(n int, h *zengin.Header, rec zengin.Record) error) error {
 	var h *zengin.Header
-	return p.eachRecord(path, func(n int, rec zengin.Record) error {
+	return p.eachRecord(b, path, func(n int, rec zengin.Record) error {
 		if hd, ok := rec.(*zengin.Header); ok {
 			h = hd
 			return nil

@@ -8,22 +8,33 @@ import (
 	"path/filepath"
 )
 
-// SubmitFile is `zcgw files submit BANK FILE`: it copies src into the
+// SubmitFile is `zcgw files submit BANK FILE`. It first checks src where
+// it is: a name the file drop cannot process is a *NameError, and a file
+// that is not a Zengin file or whose Zengin format is invalid (with the
+// bank's name set) an *InvalidFileError; then nothing is copied into the
+// bank's folders and nothing is recorded. A valid file is copied into the
 // bank's processing folder (temp name, fsync, rename: the same claim a
-// dropped file gets) and processes it at once: duplicate check, whole-file
-// validation, apply. It returns the drop (its Status says what happened)
-// without waiting for the batch window; the result file is written by a
-// later pass (the Watcher of `zcgw serve`, or PollOnce).
+// dropped file gets) and processed at once: duplicate check, whole-file
+// validation with the file-drop rules, apply. It returns the drop (its
+// Status says what happened) without waiting for the batch window; the
+// result file is written by a later pass (the Watcher of `zcgw serve`, or
+// PollOnce).
 func (p *Processor) SubmitFile(ctx context.Context, bankID, src string) (Drop, error) {
 	b, ok := p.banks[bankID]
 	if !ok {
 		return Drop{}, fmt.Errorf("filedrop: bank %s is not configured", bankID)
+	}
+	if err := CheckName(filepath.Base(src)); err != nil {
+		return Drop{}, err
 	}
 	in, err := os.Open(src)
 	if err != nil {
 		return Drop{}, fmt.Errorf("filedrop: %w", err)
 	}
 	defer in.Close()
+	if err := checkSource(in, filepath.Base(src), b.Names, p.cfg.MaxErrors); err != nil {
+		return Drop{}, err
+	}
 	proc, err := p.processingName(ctx, b, filepath.Base(src))
 	if err != nil {
 		return Drop{}, err
