@@ -11,7 +11,12 @@
 // A file is picked up only when it is complete: it has a done-marker
 // (NAME.done), or its size and mtime stayed the same for Config.StableFor
 // (read from the injected clock). It is then moved into processing by an
-// atomic rename. Exactly once: a file whose SHA-256 was already applied is
+// atomic rename; a name the drop cannot process (longer than MaxNameLen,
+// control characters) is moved to error/ under a safe name with a report
+// instead. Bank ids are 3 digits and BankDir is the only mapping from a
+// bank id to its folder. Each bank's Zengin name character set (Bank.Names,
+// ｰ refused by default) is used to validate its files and write its
+// results. Exactly once: a file whose SHA-256 was already applied is
 // recorded as DUPLICATE in the FileDrops ledger and not applied. The WHOLE
 // file is validated (formats/zengin plus the file-drop rules: the header's
 // 仕向銀行番号 is the dropping bank, each 被仕向銀行番号 is a participant,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/formats/zengin"
 )
 
 // ConfigFile is the node configuration's file name in the data folder.
@@ -61,6 +62,9 @@ type BankConfig struct {
 	// (default bankapi.DefaultBOJPrefund). DNS settlement and HIGH_VALUE
 	// move it afterwards.
 	BOJOpening *int64 `json:"boj_opening_balance,omitempty"`
+	// ZenginNames is the name character set of the bank's Zengin files
+	// (file drop): "strict" (default, ｰ refused) or "long-vowel".
+	ZenginNames string `json:"zengin_names,omitempty"`
 }
 
 // bojOpening is BOJOpening or its default.
@@ -154,6 +158,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("node config: bank_id %q missing or repeated", b.BankID)
 		}
 		seen[b.BankID] = true
+		if _, err := zengin.ParseNameChars(b.ZenginNames); err != nil {
+			return fmt.Errorf("node config: bank %s: %w", b.BankID, err)
+		}
 	}
 	for _, k := range c.APIKeys {
 		if k.Current == "" {

@@ -40,6 +40,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
+	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/gateway/filedrop"
 	"github.com/zcgw/zcgw/jobs/ledger"
@@ -340,7 +341,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}
 	fileBanks := make([]filedrop.Bank, 0, len(cfg.Banks))
 	for _, bc := range cfg.Banks {
-		fileBanks = append(fileBanks, filedrop.Bank{ID: bc.BankID})
+		names, _ := zengin.ParseNameChars(bc.ZenginNames) // checked by Config.Validate
+		fileBanks = append(fileBanks, filedrop.Bank{ID: bc.BankID, Names: names})
 	}
 	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
 		Root: opts.DataDir, Banks: fileBanks, Clock: opts.Clock, Logger: log}); err != nil {

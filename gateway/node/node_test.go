@@ -22,6 +22,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
+	"github.com/zcgw/zcgw/formats/zengin"
 )
 
 func scratch(t testing.TB) string {
@@ -361,6 +362,29 @@ func TestServeWatchesBankFolders(t *testing.T) {
 		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM Transactions").Scan(&txs)
 	}); err != nil || txs != 0 {
 		t.Fatalf("transactions after a rejected file: %d %v", txs, err)
+	}
+}
+
+// A bank's zengin_names in node.json reaches its file-drop folder
+// (long-vowel here); an unknown set is refused by Validate.
+func TestZenginNamesPerBankFromConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Banks[0].ZenginNames = "loose"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not strict or long-vowel") {
+		t.Fatalf("Validate: %v", err)
+	}
+	cfg.Banks[0].ZenginNames = "long-vowel"
+	n, err := Start(context.Background(), Options{DataDir: scratch(t), Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if b, ok := n.Files.Bank(cfg.Banks[0].BankID); !ok || b.Names != zengin.NamesLongVowel {
+		t.Fatalf("bank %s names %v", cfg.Banks[0].BankID, b.Names)
+	}
+	if b, _ := n.Files.Bank(cfg.Banks[1].BankID); b.Names != zengin.NamesStrict {
+		t.Fatalf("bank %s names %v, want strict", cfg.Banks[1].BankID, b.Names)
 	}
 }
 
