@@ -155,6 +155,13 @@ func TestFilesSubmitRefusesBeforeCopying(t *testing.T) {
 		!strings.Contains(errs, "record 1 line 1 offset 0 col 1 [zengin]: invalid value: not a Zengin file") || strings.Contains(errs, "root") {
 		t.Fatalf("passwd: exit %d\n%s\n%s", code, out, errs)
 	}
+	bom := filepath.Join(base, "BOM.txt")
+	if err := os.WriteFile(bom, append([]byte("\xEF\xBB\xBF"), fixture...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := submit("001", bom); code != 1 || !strings.Contains(errs, "offset 0 col 1 [zengin]: invalid value: not a Zengin file: it starts with a UTF-8 byte order mark") {
+		t.Fatalf("BOM: exit %d\n%s", code, errs)
+	}
 	if _, err := os.Stat(filepath.Join(data, "banks")); !os.IsNotExist(err) {
 		t.Fatalf("bank folders were created for refused submits (%v)", err)
 	}

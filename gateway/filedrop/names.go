@@ -1,6 +1,7 @@
 package filedrop
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -162,9 +163,18 @@ func notZengin(r io.ReadSeeker) (*fixed.ErrorList, error) {
 	if filetool.Detect(head[:n]) == filetool.Zengin {
 		return nil, nil
 	}
+	msg := "not a Zengin file: the first record is not a header (データ区分 1 and a 種別コード); its bytes are not quoted"
+	switch h := head[:n]; {
+	case n == 0:
+		msg = "not a Zengin file: the file is empty"
+	case bytes.HasPrefix(h, []byte{0xEF, 0xBB, 0xBF}):
+		msg = "not a Zengin file: it starts with a UTF-8 byte order mark (EF BB BF); Zengin files are single-byte JIS or EBCDIC, without one"
+	case bytes.HasPrefix(h, []byte{0xFE, 0xFF}) || bytes.HasPrefix(h, []byte{0xFF, 0xFE}):
+		msg = "not a Zengin file: it starts with a UTF-16 byte order mark; Zengin files are single-byte JIS or EBCDIC"
+	}
 	errs := fixed.NewErrorList(1)
 	errs.Add(&fixed.Error{Record: 1, RecordType: "zengin", Offset: 0, Column: 1, Reason: fixed.Invalid,
-		Err: &recordio.LineError{Line: 1, Msg: "not a Zengin file: the first record is not a header (データ区分 1 and a 種別コード); its bytes are not quoted"}})
+		Err: &recordio.LineError{Line: 1, Msg: msg}})
 	return errs, nil
 }
 
