@@ -278,12 +278,14 @@ func (c *checker) fields(x *lay) {
 	for i := range x.specs {
 		s := &x.specs[i]
 		v := b[s.lo:s.hi]
-		r, idx := fixed.Check(s.f.Type, v)
-		if s.set != nil {
-			r, idx = 0, firstRefused(s.set, v)
-			if idx >= 0 {
+		var r fixed.Reason
+		var idx int
+		if s.set != nil { // K: the field's own set (names or EDI情報)
+			if idx = firstRefused(s.set, v); idx >= 0 {
 				r = fixed.BadChar
 			}
+		} else {
+			r, idx = fixed.Check(s.f.Type, v)
 		}
 		if r == fixed.Overflow && s.f.Type == fixed.N {
 			r = 0 // a 20-digit code (顧客番号) is digits, not a uint64
