@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -25,6 +26,9 @@ type env struct {
 type command struct {
 	Summary string
 	Run     func(ctx context.Context, e *env, args []string) int
+	// Usage prints the command's full usage (for `zcgw help CMD` and
+	// `zcgw CMD --help`); nil => what its flags print for -h.
+	Usage func(w io.Writer)
 }
 
 var commands = map[string]command{}
@@ -69,17 +73,64 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if rest[0] == "help" {
+		if len(rest) == 1 {
+			usage(stdout)
+			return 0
+		}
+		return help(ctx, e, rest[1])
+	}
 	c, ok := commands[rest[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "zcgw: unknown command %q\n\n", rest[0])
 		usage(stderr)
 		return 2
 	}
+	if wantsHelp(rest[1:]) {
+		return help(ctx, e, rest[0])
+	}
 	return c.Run(ctx, e, rest[1:])
 }
 
+// wantsHelp reports whether a command's arguments ask for its help (-h,
+// -help or --help anywhere before a "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// help prints a command's usage on stdout and exits 0 (2 for an unknown
+// command).
+func help(ctx context.Context, e *env, name string) int {
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(e.Stderr, "zcgw help: unknown command %q\n\n", name)
+		usage(e.Stderr)
+		return 2
+	}
+	fmt.Fprintf(e.Stdout, "zcgw %s: %s\n\n", name, c.Summary)
+	if c.Usage != nil {
+		c.Usage(e.Stdout)
+		return 0
+	}
+	// A flag-only command prints its flags for -h and stops there.
+	var buf bytes.Buffer
+	he := *e
+	he.Stdout, he.Stderr = &buf, &buf
+	c.Run(ctx, &he, []string{"-h"})
+	e.Stdout.Write(buf.Bytes())
+	return 0
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw [--data DIR] COMMAND [args]")
+	fmt.Fprintln(w, "usage: zcgw [--data DIR] COMMAND [args]     (zcgw help COMMAND, zcgw COMMAND --help: its usage)")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -289,21 +290,35 @@ func TestCatchUpBoundedAndStopsAtFailure(t *testing.T) {
 	}
 }
 
-// Repeating jobs are keyed by their JST trigger minute.
+// Repeating jobs are keyed by their JST trigger minute. cron runs a slot
+// once; a manual run (CLI, HTTP) right after cron ran the slot is not
+// refused: it runs the slot's next instance, recorded as such.
 func TestRepeatingJobKeyedBySlot(t *testing.T) {
 	ctx := context.Background()
 	p := newProbe()
 	e := newEnv(t, p.job("timeout-sweep"))
 	e.clk.Set(time.Date(2026, 12, 2, 10, 21, 30, 0, eodTime.Location()))
-	a, err := e.r.Run(ctx, Request{Job: "timeout-sweep"})
+	a, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"})
 	if err != nil || a.Run.RunKey != "10:21" || a.Run.BusinessDate != "2026-12-02" {
 		t.Fatalf("first = %+v, %v", a.Run, err)
 	}
-	if _, err := e.r.Run(ctx, Request{Job: "timeout-sweep"}); !errors.Is(err, ledger.ErrAlreadyCompleted) {
-		t.Fatalf("same minute: %v", err)
+	if res, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"}); !errors.Is(err, ledger.ErrAlreadyCompleted) ||
+		!res.AlreadyCompleted || res.Run.RunID != a.Run.RunID {
+		t.Fatalf("cron again in the same minute: %+v, %v", res, err)
+	}
+	for i, trigger := range []string{"cli", "http"} {
+		m, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: trigger, By: "alice"})
+		want := fmt.Sprintf("10:21/rerun-%d", i+1)
+		if err != nil || m.Run.RunKey != want || m.Run.Status != ledger.Completed || m.Executed != 4 ||
+			m.Run.ForcedBy != "alice" || m.Run.ForceReason != "manual "+trigger+" run; slot 10:21 had already run" {
+			t.Fatalf("manual %s run after cron = %+v, %v", trigger, m.Run, err)
+		}
+	}
+	if got := keys(e.effects(t)); got != "s1@2026-12-02=3 s3@2026-12-02=3" {
+		t.Fatalf("effects %s: want the step run by cron and by both manual runs", got)
 	}
 	e.clk.Advance(time.Minute)
-	b, err := e.r.Run(ctx, Request{Job: "timeout-sweep"})
+	b, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"})
 	if err != nil || b.Run.RunKey != "10:22" {
 		t.Fatalf("next minute = %+v, %v", b.Run, err)
 	}
