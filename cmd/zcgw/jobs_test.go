@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -219,7 +220,7 @@ func TestJobsRunOutboxDrainRightAfterCron(t *testing.T) {
 func TestFinalityAuditAPIRerunsOnDemand(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	n := startNode(t, dir)
+	startNode(t, dir)
 	for i := 1; i <= 2; i++ {
 		code, out, errs := zcgwIn(ctx, "--data", dir, "jobs", "run", "finality-audit")
 		if code != 0 || !regexp.MustCompile(`\nresult: \{"broken_chains":\[\],"case_ids":\[\],"cases_opened":0,"chains_checked":\d+,"entries_checked":\d+\}\n$`).MatchString(out) {
@@ -229,7 +230,6 @@ func TestFinalityAuditAPIRerunsOnDemand(t *testing.T) {
 	if got := countRows(t, dir, `SELECT COUNT(*) FROM FinalityAudits`); got != 2 {
 		t.Fatalf("FinalityAudits rows = %d, want one per run (2)", got)
 	}
-	_ = n
 }
 
 // `zcgw outbox list` shows a page, says how many rows it did not show, and
@@ -311,5 +311,21 @@ func TestHelpForEveryCommand(t *testing.T) {
 	}
 	if code, _, errs := zcgwIn(ctx, "help", "nosuch"); code != 2 || !strings.Contains(errs, `unknown command "nosuch"`) {
 		t.Errorf("zcgw help nosuch: exit %d %s", code, errs)
+	}
+}
+
+// A command that needs a served folder's cores and cannot go through its
+// node refuses, naming the node: `zcgw coresim` would be a second consumer
+// of the core's request queue.
+func TestCoresimOnServedFolderRefusesNamingTheNode(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code, out, errs := zcgwIn(ctx, "--data", dir, "coresim", "--bank", "001")
+	want := fmt.Sprintf("zcgw coresim: the data folder %s is served by node %s (pid %d, addr %s), which runs bank 001's core",
+		dir, n.ID.Node, os.Getpid(), strings.TrimPrefix(n.URL, "http://"))
+	if code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("coresim on a served folder: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr starting %q", code, out, errs, want)
 	}
 }

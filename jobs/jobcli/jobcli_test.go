@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 )
 
@@ -194,4 +195,23 @@ func TestUsageErrors(t *testing.T) {
 	c.expect(2, "", Usage, "run")
 	c.expect(2, "", "zcgw jobs: unknown command \"rn\"\n\n"+Usage, "rn")
 	c.expect(2, "", Usage)
+}
+
+// On a data folder a node serves, a run goes through that node; when the
+// node cannot be reached (no address yet, or no way to authorize), the run
+// is refused naming the node, and nothing runs here.
+func TestRunOnServedFolderWithoutReachableNodeRefuses(t *testing.T) {
+	c := newCLI(t, builtins(t))
+	lock, err := procid.Acquire(c.env.DataDir, procid.Info{PID: 4242, Node: "node-abc", Epoch: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	code, out, errs := c.run("run", "jobs-ledger-prune", "--date", "2026-11-30")
+	want := "zcgw jobs run: the data folder " + c.env.DataDir + " is served by node node-abc (pid 4242, addr ); a job runs there only through that node"
+	if code != 1 || out != "" || !strings.HasPrefix(errs, want) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	lock.Close()
+	c.expect(0, "no runs recorded\n", "", "history")
 }
