@@ -131,8 +131,9 @@ func manualTrigger(trigger string) bool { return trigger != "cron" && trigger !=
 //  3. begin the run in the ledger (ledger.ErrAlreadyCompleted unless
 //     forced with a reason, with Result.AlreadyCompleted and the completed
 //     run; a FAILED or orphaned STARTED run is resumed). A manual run of a
-//     repeating job whose slot cron already completed starts the slot's
-//     next instance instead of being refused;
+//     repeating job for the current minute (no Slot given) whose slot cron
+//     already completed starts the slot's next instance instead of being
+//     refused; a Slot named explicitly is that instance, run once;
 //  4. run each step not yet COMPLETED, in order, renewing the lease between
 //     steps and in the background; every ledger write is fenced;
 //  5. record COMPLETED, or FAILED with the step and error, and release the
@@ -186,7 +187,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}()
 
 	begin := ledger.Begin{Job: req.Job, BusinessDate: date, Slot: slot, Trigger: trigger, Force: req.Force, ForcedBy: req.By, Reason: req.Reason}
-	if jc.Instance == Repeating && manualTrigger(trigger) && !req.Force {
+	if jc.Instance == Repeating && manualTrigger(trigger) && !req.Force && req.Slot == "" {
 		begin.Again, begin.Reason = true, "manual "+trigger+" run; slot "+slot+" had already run"
 		if begin.ForcedBy == "" {
 			begin.ForcedBy = trigger

@@ -314,6 +314,11 @@ func TestRepeatingJobKeyedBySlot(t *testing.T) {
 			t.Fatalf("manual %s run after cron = %+v, %v", trigger, m.Run, err)
 		}
 	}
+	// A slot named explicitly is that instance: completed, it does not run.
+	if res, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cli", Slot: "10:21"}); !errors.Is(err, ledger.ErrAlreadyCompleted) ||
+		!res.AlreadyCompleted || res.Run.RunKey != "10:21/rerun-2" {
+		t.Fatalf("manual run of the named slot 10:21: %+v, %v", res.Run, err)
+	}
 	if got := keys(e.effects(t)); got != "s1@2026-12-02=3 s3@2026-12-02=3" {
 		t.Fatalf("effects %s: want the step run by cron and by both manual runs", got)
 	}
