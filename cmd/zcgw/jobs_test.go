@@ -329,3 +329,21 @@ func TestCoresimOnServedFolderRefusesNamingTheNode(t *testing.T) {
 		t.Fatalf("coresim on a served folder: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr starting %q", code, out, errs, want)
 	}
 }
+
+// Every job of the catalogue has a body and completes from the CLI, on a
+// folder no node serves (in this process) and on a served one (through the
+// node).
+func TestEveryJobRunsFromTheCLI(t *testing.T) {
+	ctx := context.Background()
+	fresh, served := t.TempDir(), t.TempDir()
+	startNode(t, served)
+	for _, dir := range []string{fresh, served} {
+		for _, job := range scheduler.DefaultConfig().Names() {
+			code, out, errs := zcgwIn(ctx, "--data", dir, "jobs", "run", job, "--date", "2026-11-30")
+			ok := regexp.MustCompile(`^run \d+: ` + regexp.QuoteMeta(job) + ` 2026-11-30 \S+ COMPLETED in \d+ ms \(ran (\d+) of (\d+) steps, 0 done earlier\)\n`).FindStringSubmatch(out)
+			if code != 0 || ok == nil || ok[1] != ok[2] {
+				t.Errorf("%s: zcgw jobs run %s: exit %d\nstdout:\n%s\nstderr:\n%s", dir, job, code, out, errs)
+			}
+		}
+	}
+}

@@ -78,7 +78,7 @@ const Usage = `usage: zcgw jobs COMMAND [args]
                                          (POST /internal/cron/NAME with node.json's cron_secret); otherwise
                                          it runs in this process. A daily job already COMPLETED for the date
                                          is not run again (exit 0; --force --reason runs it again). A manual
-                                         run of a repeating job always runs.
+                                         run of a repeating job for this minute always runs.
   history [NAME] [--limit N] [--before RUN_ID]
                                          recent runs, newest first, N at a time (default 20); says how many
                                          older runs it did not show and the --before that shows them
