@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/ledger"
 )
 
@@ -445,5 +446,60 @@ func TestLostLeaseCancelsTheRun(t *testing.T) {
 	cur, _, _ := e.led.CurrentLease(ctx, "eod")
 	if cur.Holder != "thief" || cur.Token != thief.Token {
 		t.Fatalf("lease = %+v", cur)
+	}
+}
+
+// Manual runs of a repeating job racing in one minute, from separate
+// runners: the lease lets one run at a time, the others are refused with
+// ErrLeaseHeld (never fenced mid-run), and every run that went through is
+// its own instance of the slot (no rerun number twice).
+func TestManualRepeatingRunsRace(t *testing.T) {
+	ctx := context.Background()
+	p := newProbe()
+	e := newEnv(t, p.job("outbox-drain"))
+	e.clk.Set(time.Date(2026, 12, 2, 10, 21, 30, 0, eodTime.Location()))
+	const n = 8
+	type out struct {
+		res Result
+		err error
+	}
+	outs := make(chan out, n)
+	var runners []*Runner
+	for i := 0; i < n; i++ {
+		runners = append(runners, e.runner(t, e.openLedger(t), fmt.Sprintf("ops-%d", i), &bytes.Buffer{}))
+	}
+	start := make(chan struct{})
+	for _, r := range runners {
+		go func() {
+			<-start
+			res, err := r.Run(ctx, Request{Job: "outbox-drain", Trigger: "cli", By: "ops"})
+			outs <- out{res, err}
+		}()
+	}
+	close(start)
+	keysSeen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		o := <-outs
+		switch {
+		case o.err == nil:
+			if o.res.Run.Status != ledger.Completed || keysSeen[o.res.Run.RunKey] {
+				t.Fatalf("run %+v: status or duplicate key", o.res.Run)
+			}
+			keysSeen[o.res.Run.RunKey] = true
+		case !errors.Is(o.err, ledger.ErrLeaseHeld):
+			t.Fatalf("refusal %v, want ErrLeaseHeld", o.err)
+		}
+	}
+	if len(keysSeen) == 0 {
+		t.Fatal("no manual run went through")
+	}
+	var rows int
+	if err := e.led.DB().Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM JobRuns WHERE job = 'outbox-drain' AND status = 'COMPLETED'`).Scan(&rows)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(keysSeen) {
+		t.Fatalf("JobRuns %d, runs that went through %d", rows, len(keysSeen))
 	}
 }
