@@ -3,8 +3,15 @@
 // reason), and show the ledger's history and one run in detail. It prints
 // exact, stable text for people (and JSON for `show --json`).
 //
-// It only calls jobs/scheduler and jobs/ledger; it must not implement
-// jobs, and it must not read the wall clock except through Env.Clock.
+// A run goes where the data folder's cores are: through the node serving
+// the folder (coordinator/procid tells; POST /internal/cron/{job}), or in
+// this process when none does (Env.Open). Either way the same
+// scheduler.Runner, lease and fencing decide, and the output is the same.
+//
+// It calls jobs/scheduler and jobs/ledger (and the node over HTTP); it must
+// not implement jobs, it must not import gateway (cmd/zcgw wires Open,
+// Catalog and Authorize), and it must not read the wall clock except
+// through Env.Clock.
 package jobcli
 
 import (
