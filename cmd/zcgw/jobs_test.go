@@ -273,7 +273,7 @@ func TestOutboxListPages(t *testing.T) {
 		t.Fatalf("page 1: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = zcgwIn(ctx, "--data", dir, "outbox", "list", "--bank", "001", "--limit", "2", "--after", strconv.FormatInt(ids[1], 10))
-	if code != 0 || strings.Join(shown(out), ",") != "REF-2,REF-3" || !strings.HasSuffix(out, "1 more rows not shown; next page: zcgw outbox list --bank 001 --limit 2 --after "+strconv.FormatInt(ids[3], 10)+"\n") {
+	if code != 0 || strings.Join(shown(out), ",") != "REF-2,REF-3" || !strings.HasSuffix(out, "1 more row not shown; next page: zcgw outbox list --bank 001 --limit 2 --after "+strconv.FormatInt(ids[3], 10)+"\n") {
 		t.Fatalf("page 2: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = zcgwIn(ctx, "--data", dir, "outbox", "list", "--bank", "001", "--limit", "2", "--after", strconv.FormatInt(ids[3], 10))

@@ -104,7 +104,11 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 			if *status != "" {
 				next += " --status " + *status
 			}
-			fmt.Fprintf(e.Stdout, "%d more rows not shown; next page: %s --limit %d --after %d\n", more, next, *limit, f.AfterID)
+			noun := "rows"
+			if more == 1 {
+				noun = "row"
+			}
+			fmt.Fprintf(e.Stdout, "%d more %s not shown; next page: %s --limit %d --after %d\n", more, noun, next, *limit, f.AfterID)
 		}
 		return 0
 	case "requeue", "writeoff":
