@@ -138,7 +138,11 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
 	// internal
 	mux.HandleFunc("GET /internal/metrics", s.cron(s.serveMetrics))
-	mux.HandleFunc("POST /internal/cron/timeout-sweep", s.cron(s.timeoutSweep))
+	if s.cfg.Jobs == nil {
+		// With a job runner, timeout-sweep is one of its jobs (recorded in
+		// the job ledger like every /internal/cron/{job} run).
+		mux.HandleFunc("POST /internal/cron/timeout-sweep", s.cron(s.timeoutSweep))
+	}
 	mux.HandleFunc("POST /internal/cron/{job}", s.cron(s.jobs))
 	if s.cfg.DNS != nil {
 		mux.Handle("POST /internal/dns/{action}", s.cron(s.cfg.DNS.ServeHTTP))

@@ -256,9 +256,10 @@ type Filter struct {
 	Limit   int   // default 1000
 }
 
-// List returns rows in id order.
-func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
-	q := `SELECT ` + entryCols + ` FROM AdapterOutbox WHERE 1=1`
+// where is the WHERE clause (and its arguments) of the rows f selects,
+// ignoring its Limit: one filter for List and Count.
+func (f Filter) where() (string, []any) {
+	q := ` WHERE 1=1`
 	var args []any
 	add := func(col, v string) {
 		if v != "" {
@@ -276,6 +277,27 @@ func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
 		q += " AND id > ?"
 		args = append(args, f.AfterID)
 	}
+	return q, args
+}
+
+// Count counts the rows f selects, ignoring its Limit: with AfterID set to
+// the last id a page showed, how many rows that page did not show.
+func (o *Outbox) Count(ctx context.Context, f Filter) (int64, error) {
+	w, args := f.where()
+	var n int64
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox`+w, args...).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: count: %w", err)
+	}
+	return n, nil
+}
+
+// List returns rows in id order.
+func (o *Outbox) List(ctx context.Context, f Filter) ([]Entry, error) {
+	w, args := f.where()
+	q := `SELECT ` + entryCols + ` FROM AdapterOutbox` + w
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}

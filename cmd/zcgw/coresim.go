@@ -63,6 +63,11 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	if *dbPath == "" {
 		*dbPath = filepath.Join(e.DataDir, "core-"+*bank+".db")
 	}
+	if filepath.Clean(*mqPath) == filepath.Join(e.DataDir, "mq.db") || filepath.Clean(*dbPath) == filepath.Join(e.DataDir, "core-"+*bank+".db") {
+		if code, refused := refuseIfServed(e, "coresim", "runs bank "+*bank+"'s core on its queues itself (a second consumer would break exactly-once)"); refused {
+			return code
+		}
+	}
 	logger := zclog.New(e.Stderr, zclog.Options{})
 	core, err := coresim.Open(ctx, coresim.Config{Bank: *bank, DBPath: *dbPath, Logger: logger, Online: windows, Batch: batch})
 	if err != nil {

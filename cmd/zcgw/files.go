@@ -19,6 +19,7 @@ func init() {
 	register("files", command{
 		Summary: "describe|validate|convert FILE: Zengin and overnight posting/result files",
 		Run:     runFiles,
+		Usage:   func(w io.Writer) { filesUsage(w); filesSubmitUsage(w) },
 	})
 }
 

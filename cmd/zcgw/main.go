@@ -25,6 +25,9 @@ type env struct {
 type command struct {
 	Summary string
 	Run     func(ctx context.Context, e *env, args []string) int
+	// Usage prints the command's full usage (for `zcgw help CMD` and
+	// `zcgw CMD --help`); nil => what its flags print for -h.
+	Usage func(w io.Writer)
 }
 
 var commands = map[string]command{}
@@ -69,17 +72,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if rest[0] == "help" {
+		if len(rest) == 1 {
+			usage(stdout)
+			return 0
+		}
+		return help(ctx, e, rest[1])
+	}
 	c, ok := commands[rest[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "zcgw: unknown command %q\n\n", rest[0])
 		usage(stderr)
 		return 2
 	}
+	if wantsHelp(rest[1:]) {
+		return help(ctx, e, rest[0])
+	}
 	return c.Run(ctx, e, rest[1:])
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw [--data DIR] COMMAND [args]")
+	fmt.Fprintln(w, "usage: zcgw [--data DIR] COMMAND [args]     (zcgw help COMMAND, zcgw COMMAND --help: its usage)")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,12 +22,20 @@ func init() {
 	register("outbox", command{
 		Summary: "list a bank's outbox postings; requeue or write off a BLOCKED one",
 		Run:     runOutbox,
+		Usage:   outboxUsage,
 	})
+}
+
+func outboxUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: zcgw outbox list --bank ID [--status S] [--limit N] [--after ID]")
+	fmt.Fprintln(w, "       zcgw outbox requeue|writeoff --bank ID --id N --operator NAME --reason TEXT")
+	fmt.Fprintln(w, "list shows N rows (default 100) in id order after --after and says how many it did not show;")
+	fmt.Fprintln(w, "the next page is --after <the last id shown>. Status: PENDING, CLAIMED, APPLIED, BLOCKED, IN_DOUBT, WRITTEN_OFF.")
 }
 
 func runOutbox(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(e.Stderr, "usage: zcgw outbox list|requeue|writeoff --bank ID [--status S] [--id N --operator NAME --reason TEXT]")
+		outboxUsage(e.Stderr)
 		return 2
 	}
 	verb := args[0]
@@ -36,6 +45,8 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	id := fs.Int64("id", 0, "requeue/writeoff: the outbox row id")
 	operator := fs.String("operator", "", "requeue/writeoff: who decides (recorded)")
 	reason := fs.String("reason", "", "requeue/writeoff: why (recorded)")
+	limit := fs.Int("limit", 100, "list: rows per page")
+	after := fs.Int64("after", 0, "list: show the rows after this id (the next page)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -61,10 +72,19 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 	}
 	switch verb {
 	case "list":
-		rows, err := ob.List(ctx, outbox.Filter{Status: outbox.Status(*status), Bank: *bank})
+		if *limit <= 0 || *after < 0 {
+			fmt.Fprintln(e.Stderr, "zcgw outbox list: --limit must be positive and --after not negative")
+			return 2
+		}
+		f := outbox.Filter{Status: outbox.Status(*status), Bank: *bank, AfterID: *after, Limit: *limit}
+		rows, err := ob.List(ctx, f)
 		if err != nil {
 			fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
 			return 1
+		}
+		if len(rows) == 0 {
+			fmt.Fprintln(e.Stdout, "no outbox rows")
+			return 0
 		}
 		w := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "ID\tSTATUS\tREF\tTXID\tACCOUNT\tKIND\tAMOUNT\tSENDS\tREASON\tCASE")
@@ -73,6 +93,23 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 				r.Posting.Account, r.Posting.Kind, r.Posting.Amount, r.Sends, r.ReasonCode, r.CaseID)
 		}
 		w.Flush()
+		f.AfterID = rows[len(rows)-1].ID
+		more, err := ob.Count(ctx, f)
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
+			return 1
+		}
+		if more > 0 {
+			next := "zcgw outbox list --bank " + *bank
+			if *status != "" {
+				next += " --status " + *status
+			}
+			noun := "rows"
+			if more == 1 {
+				noun = "row"
+			}
+			fmt.Fprintf(e.Stdout, "%d more %s not shown; next page: %s --limit %d --after %d\n", more, noun, next, *limit, f.AfterID)
+		}
 		return 0
 	case "requeue", "writeoff":
 		if *id == 0 {

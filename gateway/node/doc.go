@@ -5,8 +5,9 @@
 // the gateway's HTTP server. The orchestrator reaches the banks through
 // the signed HTTP client (coordinator/bankclient) over the node's own
 // listener, so every command crosses the real wire and the real signature
-// check. It is used by `zcgw serve`, by the tests in test/ and by
-// `zcgw demo`.
+// check. It is used by `zcgw serve`, by the tests in test/, by
+// `zcgw demo`, and by `zcgw jobs` (JobCatalog lists the job bodies a node
+// registers; a run on an unserved folder starts the node without workers).
 //
 // Configuration lives in DATA/node.json, written with fresh random secrets
 // on first start; the ZC egress signing key in DATA/zc-ed25519.key (0600).

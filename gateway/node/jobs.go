@@ -5,7 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
+
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+	"github.com/zcgw/zcgw/jobs"
 
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/cases"
@@ -22,6 +28,52 @@ import (
 // reply timeout, so a drainer still waiting for its reply is never
 // overtaken.
 const staleClaimAge = 2 * linkTimeout
+
+// registerAllJobs registers every job body of a node into reg: the
+// scheduler's built-ins, the node's own jobs (registerJobs) and DNS with
+// the batch windows. It is the one registration: Start uses it for the
+// node's runner and JobCatalog for `zcgw jobs list`, so both tell the same
+// truth about which jobs have a body. Registration only reads n.DB,
+// n.DataDir and n.FinalityLog; the bodies reach the banks, the
+// orchestrator and the outboxes through n when they run.
+func (n *Node) registerAllJobs(ctx context.Context, reg *scheduler.Registry, clk clock.Clock, log *slog.Logger) error {
+	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		return err
+	}
+	if err := n.registerJobs(ctx, reg, clk, log); err != nil {
+		return err
+	}
+	var err error
+	n.DNS, n.Windows, err = jobs.RegisterDNSAndWindows(ctx, reg, jobs.DNSAndWindowDeps{DB: n.DB, FinalityLog: n.FinalityLog,
+		Gate: sysmode.Gate{}, Clock: clk, Logger: log, Acceptor: n.Orchestrator})
+	return err
+}
+
+// JobCatalog lists the jobs a node on dataDir has a body for, without
+// starting one: it opens the coordinator database (for the idempotent
+// schemas the registrations apply) and runs registerAllJobs over a node
+// with no banks, cores, MQ or listener — safe beside a node serving the
+// folder. The bodies it builds are only listed, never run.
+func JobCatalog(ctx context.Context, dataDir string, clk clock.Clock) ([]string, error) {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	db, err := store.OpenCoordinator(ctx, filepath.Join(dataDir, "zc.db"))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	o, err := orchestrator.New(orchestrator.Config{DB: db, Clock: clk, WorkerID: "catalog"})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{DataDir: dataDir, DB: db, Orchestrator: o, Banks: map[string]*Bank{}, FinalityLog: finality.New(clk), clk: clk}
+	reg := scheduler.NewRegistry()
+	if err := n.registerAllJobs(ctx, reg, clk, slog.New(slog.DiscardHandler)); err != nil {
+		return nil, err
+	}
+	return reg.Names(), nil
+}
 
 // registerJobs adds the node's own job bodies to reg: the sweeps that keep
 // the coordinator and the outboxes moving, and EOD over every bank. (DNS

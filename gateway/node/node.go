@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zcgw/zcgw/coordinator/finality"
-	"github.com/zcgw/zcgw/coordinator/sysmode"
-	"github.com/zcgw/zcgw/jobs"
 	"github.com/zcgw/zcgw/jobs/batchwindow"
 	"github.com/zcgw/zcgw/jobs/dns"
 	"github.com/zcgw/zcgw/jobs/overnight"
@@ -108,8 +106,8 @@ type Node struct {
 	Keys         *signing.Registry
 	Client       *bankclient.Client
 	Transport    *embedded.Transport
-	// Jobs is the batch-job runner behind POST /internal/cron/{job} (only
-	// the built-in jobs are registered here; job bodies belong to jobs/).
+	// Jobs is the batch-job runner behind POST /internal/cron/{job}, with
+	// every job body registered (registerAllJobs; JobCatalog lists them).
 	Jobs *scheduler.Runner
 	// FinalityLog is the one log every coordinator writer appends to.
 	FinalityLog *finality.Log
@@ -297,17 +295,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return n, err
 	}
 	reg := scheduler.NewRegistry()
-	if err := scheduler.RegisterBuiltins(reg); err != nil {
-		ln.Close()
-		return n, err
-	}
-	if err := n.registerJobs(ctx, reg, opts.Clock, log); err != nil {
-		ln.Close()
-		return n, err
-	}
-	n.DNS, n.Windows, err = jobs.RegisterDNSAndWindows(ctx, reg, jobs.DNSAndWindowDeps{DB: n.DB, FinalityLog: n.FinalityLog,
-		Gate: sysmode.Gate{}, Clock: opts.Clock, Logger: log, Acceptor: n.Orchestrator})
-	if err != nil {
+	if err := n.registerAllJobs(ctx, reg, opts.Clock, log); err != nil {
 		ln.Close()
 		return n, err
 	}

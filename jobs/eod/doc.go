@@ -11,8 +11,12 @@
 // It also applies a reviewed workbook (ApplyWorkbook, `zcgw recon apply`)
 // through the outbox's operator path and coordinator/cases.
 //
+// It also is the "finality-audit" job (FinalityAudit): a full chain audit
+// on demand, each run recorded and answered with spec 004's fields.
+//
 // It owns the tables in Schema (EodBusinessDates, EodLimitResets,
-// EodChainAudits, EodReconciliations, EodWorkbooks, ReconDecisions) in the
+// EodChainAudits, FinalityAudits, EodReconciliations, EodWorkbooks,
+// ReconDecisions) in the
 // coordinator's database. It writes Participants' daily amount columns
 // only in the reset step; it must not write Transactions, FinalityLog or
 // any adapter table except through the adapter and outbox APIs.

@@ -73,6 +73,16 @@ CREATE TABLE IF NOT EXISTS EodChainAudits (
   audited_at    TEXT NOT NULL,
   run_id        INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS FinalityAudits (  -- one per finality-audit run (on demand)
+  run_id        INTEGER PRIMARY KEY,
+  business_date TEXT NOT NULL,
+  chains        INTEGER NOT NULL,
+  entries       INTEGER NOT NULL,
+  breaks_json   TEXT NOT NULL,              -- [BrokenChain]
+  cases_opened  INTEGER NOT NULL,           -- Cases newly opened by this audit
+  case_ids      TEXT NOT NULL,              -- JSON array: every Case a break went to
+  audited_at    TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS EodReconciliations (
   business_date TEXT NOT NULL,
   bank_id       TEXT NOT NULL,
@@ -164,8 +174,8 @@ func New(ctx context.Context, cfg Config) (*EOD, error) {
 }
 
 // Register registers the "eod" job (close-date, reset-daily-limits,
-// chain-audit, reconcile, workbook) and the "finality-audit" job (the
-// chain-audit step alone, runnable by hand) into reg.
+// chain-audit, reconcile, workbook) and the "finality-audit" job (a full
+// chain audit on demand, see FinalityAudit) into reg.
 func Register(ctx context.Context, reg *scheduler.Registry, cfg Config) (*EOD, error) {
 	e, err := New(ctx, cfg)
 	if err != nil {
@@ -174,7 +184,7 @@ func Register(ctx context.Context, reg *scheduler.Registry, cfg Config) (*EOD, e
 	if err := reg.Register(e.Job()); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(scheduler.Job{Name: FinalityAuditJob, Steps: []scheduler.Step{{Name: stepChainAudit, Run: e.chainAudit}}}); err != nil {
+	if err := reg.Register(e.FinalityAudit()); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -335,25 +345,13 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		caseIDs = caseIDs[:0]
-		seen := map[string]bool{}
-		for _, b := range rep.Breaks {
-			o, err := e.cfg.Cases.OpenCase(ctx, tx, cases.OpenRequest{ReasonCode: ChainBreakReason, OpenedBy: "ZC",
-				DetectionPath: ChainAuditPath,
-				Description: fmt.Sprintf("FinalityLog chain %s broken at position %d (log_id %s, event_seq %d): %s",
-					b.ChainID, b.Position, b.LogID, b.EventSeq, b.Reason),
-				EvidenceRefs: []string{"FinalityLog:" + b.LogID, "chain:" + b.ChainID, "business_date:" + sc.BusinessDate}})
-			if err != nil {
-				return fmt.Errorf("open case for chain %s: %w", b.ChainID, err)
-			}
-			if !seen[o.CaseID] {
-				seen[o.CaseID] = true
-				caseIDs = append(caseIDs, o.CaseID)
-			}
+		var err error
+		if caseIDs, _, err = e.openBreakCases(ctx, tx, rep.Breaks, sc.BusinessDate); err != nil {
+			return err
 		}
 		bj, _ := json.Marshal(rep.Breaks)
 		cj, _ := json.Marshal(caseIDs)
-		_, err := tx.ExecContext(ctx, `INSERT INTO EodChainAudits (business_date, chains, entries, breaks, breaks_json, case_ids, audited_at, run_id)
+		_, err = tx.ExecContext(ctx, `INSERT INTO EodChainAudits (business_date, chains, entries, breaks, breaks_json, case_ids, audited_at, run_id)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, sc.BusinessDate, rep.Chains, rep.Entries, len(rep.Breaks), string(bj), string(cj),
 			clock.Stamp(e.cfg.Clock.Now()), sc.RunID)
 		return err
@@ -372,6 +370,31 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 		return "", err
 	}
 	return a.Text(), nil
+}
+
+// openBreakCases opens (or aggregates into the open one, by cause key) a
+// CHAIN_TAMPERED Case per break inside tx. It returns the distinct Case ids
+// and how many Cases were newly created.
+func (e *EOD) openBreakCases(ctx context.Context, tx *store.Tx, breaks []finality.Break, date string) (caseIDs []string, created int, err error) {
+	seen := map[string]bool{}
+	for _, b := range breaks {
+		o, err := e.cfg.Cases.OpenCase(ctx, tx, cases.OpenRequest{ReasonCode: ChainBreakReason, OpenedBy: "ZC",
+			DetectionPath: ChainAuditPath,
+			Description: fmt.Sprintf("FinalityLog chain %s broken at position %d (log_id %s, event_seq %d): %s",
+				b.ChainID, b.Position, b.LogID, b.EventSeq, b.Reason),
+			EvidenceRefs: []string{"FinalityLog:" + b.LogID, "chain:" + b.ChainID, "business_date:" + date}})
+		if err != nil {
+			return nil, 0, fmt.Errorf("open case for chain %s: %w", b.ChainID, err)
+		}
+		if o.Created {
+			created++
+		}
+		if !seen[o.CaseID] {
+			seen[o.CaseID] = true
+			caseIDs = append(caseIDs, o.CaseID)
+		}
+	}
+	return caseIDs, created, nil
 }
 
 // ChainAudit is a recorded chain audit.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 )
 
@@ -70,7 +71,7 @@ dns-intraday-cutoff      repeating  yes      no        no    0 12 * * *         
 dns-kick                 daily      yes      yes       no    0 16 * * *          2026-12-02 16:00  -
 dns-settle               daily      yes      yes       no    15 16 * * *         2026-12-02 16:15  -
 eod                      daily      yes      yes       no    30 23 * * *         2026-12-02 23:30  -
-finality-audit           daily      no       no        no    0 2 * * *           -                 -
+finality-audit           repeating  no       no        no    0 2 * * *           -                 -
 idempotency-ttl-cleanup  daily      yes      no        no    15 3 * * *          2026-12-02 03:15  -
 jobs-ledger-prune        daily      yes      no        yes   45 4 * * *          2026-12-02 04:45  run 1 2026-12-01 daily COMPLETED
 outbox-drain             repeating  no       no        no    * * * * *           -                 -
@@ -78,7 +79,7 @@ overnight-receive        daily      yes      yes       no    0 6 * * *          
 overnight-send           daily      yes      yes       no    0 22 * * *          2026-12-02 22:00  -
 timeout-sweep            repeating  yes      no        no    * * * * *           2026-12-01 23:31  -
 
-schedules are CRON_TZ=Asia/Tokyo; BODY no = not implemented in this build yet (run refuses it)
+schedules are CRON_TZ=Asia/Tokyo; BODY no = not implemented in this build (run refuses it)
 `, "", "list")
 	if err := os.WriteFile(cfgPath, []byte(`{"jobs": {"eod": {"schedule": "30 23 * * *"}}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestRunRefusalsForceHistoryAndShow(t *testing.T) {
 	c := newCLI(t, builtins(t))
 	c.expect(0, "run 1: jobs-ledger-prune 2026-11-30 daily COMPLETED in 0 ms (ran 1 of 1 steps, 0 done earlier)\n", "",
 		"run", "jobs-ledger-prune", "--date", "2026-11-30")
-	c.expect(1, "", "zcgw jobs: ALREADY_PROCESSED: job jobs-ledger-prune for 2026-11-30 (daily) already COMPLETED as run 1; re-run with force and a reason: job instance already completed\n",
+	c.expect(0, "jobs-ledger-prune 2026-11-30 (daily) was already completed at 2026-12-01T14:30:00Z as run 1: nothing to do (zcgw jobs show 1; run it again with --force --reason)\n", "",
 		"run", "--date", "2026-11-30", "jobs-ledger-prune")
 	c.expect(2, "", "zcgw jobs run: --force needs --reason\n", "run", "jobs-ledger-prune", "--date", "2026-11-30", "--force")
 	c.expect(1, "", "zcgw jobs: NOT_FOUND: job eod is configured but no body is registered for it in this build: job has no registered body\n",
@@ -106,7 +107,11 @@ func TestRunRefusalsForceHistoryAndShow(t *testing.T) {
 `, "", "history")
 	c.expect(0, `RUN  JOB                BUSINESS DATE  RUN KEY        STATUS     ATTEMPTS  TRIGGER  STARTED (UTC)         DURATION
 2    jobs-ledger-prune  2026-11-30     daily/rerun-1  COMPLETED  1         cli      2026-12-01T14:31:30Z  0 ms
+1 older run not shown; next page: zcgw jobs history jobs-ledger-prune --limit 1 --before 2
 `, "", "history", "jobs-ledger-prune", "--limit", "1")
+	c.expect(0, `RUN  JOB                BUSINESS DATE  RUN KEY  STATUS     ATTEMPTS  TRIGGER  STARTED (UTC)         DURATION
+1    jobs-ledger-prune  2026-11-30     daily    COMPLETED  1         cli      2026-12-01T14:30:00Z  0 ms
+`, "", "history", "jobs-ledger-prune", "--limit", "1", "--before", "2")
 	c.expect(0, "no runs recorded\n", "", "history", "eod")
 	c.expect(0, `run            2
 job            jobs-ledger-prune
@@ -159,7 +164,7 @@ func TestFailedRunShowsStepAndRestartHint(t *testing.T) {
 	}
 	c := newCLI(t, reg)
 	c.expect(1, "run 1: eod 2026-12-01 daily FAILED in 0 ms (ran 1 of 2 steps, 0 done earlier)\n",
-		"zcgw jobs: scheduler: eod 2026-12-01 run 1: step reconcile: core 002 unreachable\nrestart it with: zcgw jobs run eod --date 2026-12-01\n",
+		"zcgw jobs: eod 2026-12-01 run 1: step reconcile: core 002 unreachable\nrestart it with: zcgw jobs run eod --date 2026-12-01\n",
 		"run", "eod")
 	c.expect(0, `run            1
 job            eod
@@ -190,4 +195,23 @@ func TestUsageErrors(t *testing.T) {
 	c.expect(2, "", Usage, "run")
 	c.expect(2, "", "zcgw jobs: unknown command \"rn\"\n\n"+Usage, "rn")
 	c.expect(2, "", Usage)
+}
+
+// On a data folder a node serves, a run goes through that node; when the
+// node cannot be reached (no address yet, or no way to authorize), the run
+// is refused naming the node, and nothing runs here.
+func TestRunOnServedFolderWithoutReachableNodeRefuses(t *testing.T) {
+	c := newCLI(t, builtins(t))
+	lock, err := procid.Acquire(c.env.DataDir, procid.Info{PID: 4242, Node: "node-abc", Epoch: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	code, out, errs := c.run("run", "jobs-ledger-prune", "--date", "2026-11-30")
+	want := "zcgw jobs run: the data folder " + c.env.DataDir + " is served by node node-abc (pid 4242, addr ); a job runs there only through that node"
+	if code != 1 || out != "" || !strings.HasPrefix(errs, want) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	lock.Close()
+	c.expect(0, "no runs recorded\n", "", "history")
 }

@@ -68,8 +68,13 @@ type Begin struct {
 	Slot         string
 	Trigger      string
 	Force        bool   // re-run a COMPLETED instance as a new instance
-	ForcedBy     string // required with Force
-	Reason       string // required with Force
+	ForcedBy     string // required with Force and Again
+	Reason       string // required with Force and Again
+	// Again: a manual run of a repeating job. When its slot's latest
+	// instance is COMPLETED (cron ran it that minute), the next instance
+	// <slot>/rerun-N is started without force, recording ForcedBy and
+	// Reason like a forced re-run: a manual trigger always does the work.
+	Again bool
 }
 
 // BeginRun starts (or restarts) the latest instance of (job, date, slot)
@@ -77,25 +82,27 @@ type Begin struct {
 //   - no instance yet: a new row, attempt 1;
 //   - the latest is FAILED, or STARTED by a runner that lost its lease: the
 //     same row, attempts+1 (resumed is true; completed steps are kept);
-//   - the latest is COMPLETED: ErrAlreadyCompleted, unless b.Force, which
-//     inserts instance rerun+1 recording who forced it, why and when.
+//   - the latest is COMPLETED: ErrAlreadyCompleted, with that completed
+//     run returned beside the error, unless b.Force or b.Again, which
+//     insert instance rerun+1 recording who asked, why and when.
 func (l *Ledger) BeginRun(ctx context.Context, lease Lease, b Begin) (run Run, resumed bool, err error) {
-	if b.Force && (strings.TrimSpace(b.Reason) == "" || strings.TrimSpace(b.ForcedBy) == "") {
+	if (b.Force || b.Again) && (strings.TrimSpace(b.Reason) == "" || strings.TrimSpace(b.ForcedBy) == "") {
 		return Run{}, false, domainerr.Wrap("MISSING_FIELD", ErrForceReason,
 			"a forced re-run of "+b.Job+" needs --reason and who forced it", map[string]any{"job": b.Job, "field": "reason"})
 	}
 	if lease.Job != b.Job {
 		return Run{}, false, fmt.Errorf("ledger: lease is for %s, not %s", lease.Job, b.Job)
 	}
-	var id int64
+	var id, completedID int64
 	err = l.WriteFenced(ctx, lease, func(tx *store.Tx) error {
 		now := clock.Stamp(l.clk.Now())
 		var latestID int64
 		var rerun int
 		var status Status
-		e := tx.QueryRowContext(ctx, `SELECT run_id, rerun, status FROM JobRuns
+		var ended string
+		e := tx.QueryRowContext(ctx, `SELECT run_id, rerun, status, COALESCE(ended_at, '') FROM JobRuns
 			WHERE job = ? AND business_date = ? AND slot = ? ORDER BY rerun DESC LIMIT 1`,
-			b.Job, b.BusinessDate, b.Slot).Scan(&latestID, &rerun, &status)
+			b.Job, b.BusinessDate, b.Slot).Scan(&latestID, &rerun, &status, &ended)
 		switch {
 		case errors.Is(e, sql.ErrNoRows):
 			return insertRun(ctx, tx, b, 0, now, lease, 0, &id)
@@ -103,11 +110,16 @@ func (l *Ledger) BeginRun(ctx context.Context, lease Lease, b Begin) (run Run, r
 			return e
 		}
 		if status == Completed {
-			if !b.Force {
+			if !b.Force && !b.Again {
 				key := RunKey(b.Slot, rerun)
+				completedID = latestID
+				at := ended
+				if t, err := clock.ParseStamp(ended); err == nil {
+					at = t.UTC().Format(time.RFC3339)
+				}
 				return domainerr.Wrap("ALREADY_PROCESSED", ErrAlreadyCompleted,
-					fmt.Sprintf("job %s for %s (%s) already COMPLETED as run %d; re-run with force and a reason", b.Job, b.BusinessDate, key, latestID),
-					map[string]any{"job": b.Job, "business_date": b.BusinessDate, "run_key": key, "run_id": latestID})
+					fmt.Sprintf("job %s for %s (%s) already COMPLETED at %s as run %d; re-run with force and a reason", b.Job, b.BusinessDate, key, at, latestID),
+					map[string]any{"job": b.Job, "business_date": b.BusinessDate, "run_key": key, "run_id": latestID, "completed_at": ended})
 			}
 			return insertRun(ctx, tx, b, rerun+1, now, lease, latestID, &id)
 		}
@@ -124,6 +136,11 @@ func (l *Ledger) BeginRun(ctx context.Context, lease Lease, b Begin) (run Run, r
 		return nil
 	})
 	if err != nil {
+		if completedID != 0 {
+			if done, rerr := l.RunByID(ctx, completedID); rerr == nil {
+				return done, false, err
+			}
+		}
 		return Run{}, false, wrapPlain(err, "ledger: begin "+b.Job+" "+b.BusinessDate)
 	}
 	run, err = l.RunByID(ctx, id)
@@ -335,8 +352,9 @@ func (l *Ledger) RunByID(ctx context.Context, id int64) (Run, error) {
 
 // Filter selects runs for History.
 type Filter struct {
-	Job   string // "" = every job
-	Limit int    // 0 = 50
+	Job      string // "" = every job
+	BeforeID int64  // only runs with a smaller run_id: keyset paging, newest first; 0 = from the newest
+	Limit    int    // 0 = 50
 }
 
 // History lists runs, newest run_id first.
@@ -346,7 +364,8 @@ func (l *Ledger) History(ctx context.Context, f Filter) ([]Run, error) {
 	}
 	var out []Run
 	err := l.db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM JobRuns WHERE (? = '' OR job = ?) ORDER BY run_id DESC LIMIT ?`, f.Job, f.Job, f.Limit)
+		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM JobRuns WHERE (? = '' OR job = ?) AND (? = 0 OR run_id < ?)
+			ORDER BY run_id DESC LIMIT ?`, f.Job, f.Job, f.BeforeID, f.BeforeID, f.Limit)
 		if err != nil {
 			return err
 		}
@@ -364,6 +383,20 @@ func (l *Ledger) History(ctx context.Context, f Filter) ([]Run, error) {
 		return nil, fmt.Errorf("ledger: history: %w", err)
 	}
 	return out, nil
+}
+
+// CountRuns counts the runs f selects, ignoring its Limit: with BeforeID
+// set to the last run a page showed, how many the page did not show.
+func (l *Ledger) CountRuns(ctx context.Context, f Filter) (int64, error) {
+	var n int64
+	err := l.db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM JobRuns WHERE (? = '' OR job = ?) AND (? = 0 OR run_id < ?)`,
+			f.Job, f.Job, f.BeforeID, f.BeforeID).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ledger: count runs: %w", err)
+	}
+	return n, nil
 }
 
 // Steps lists a run's steps in job order.

@@ -56,6 +56,10 @@ type Step struct {
 type Job struct {
 	Name  string
 	Steps []Step
+	// Result, when set, is the outcome of a recorded run as the HTTP
+	// trigger answers it: its JSON object's fields are merged at the top
+	// level of the RunView (e.g. finality-audit's chains_checked, spec 004).
+	Result func(ctx context.Context, run ledger.Run) (any, error)
 }
 
 // Registry holds the job bodies by name.

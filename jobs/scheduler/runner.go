@@ -114,14 +114,26 @@ type Result struct {
 	Executed int // step bodies run by this attempt
 	Skipped  int // steps already COMPLETED by an earlier attempt
 	Resumed  bool
+	// AlreadyCompleted: the instance had COMPLETED before this request, so
+	// nothing ran; Run and Steps are that completed run, and the error
+	// returned beside this Result is ledger.ErrAlreadyCompleted.
+	AlreadyCompleted bool
 }
+
+// manualTrigger reports whether a run was asked for by a person (CLI,
+// HTTP, a test) rather than by the schedule (cron, catch-up).
+func manualTrigger(trigger string) bool { return trigger != "cron" && trigger != "catchup" }
 
 // Run runs one job instance:
 //  1. resolve the instance: business date (given or today in JST) and slot
 //     ("daily" or the JST minute);
 //  2. take the job's lease (ledger.ErrLeaseHeld if another runner has it);
 //  3. begin the run in the ledger (ledger.ErrAlreadyCompleted unless
-//     forced with a reason; a FAILED or orphaned STARTED run is resumed);
+//     forced with a reason, with Result.AlreadyCompleted and the completed
+//     run; a FAILED or orphaned STARTED run is resumed). A manual run of a
+//     repeating job for the current minute (no Slot given) whose slot cron
+//     already completed starts the slot's next instance instead of being
+//     refused; a Slot named explicitly is that instance, run once;
 //  4. run each step not yet COMPLETED, in order, renewing the lease between
 //     steps and in the background; every ledger write is fenced;
 //  5. record COMPLETED, or FAILED with the step and error, and release the
@@ -174,11 +186,23 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}()
 
-	run, resumed, err := r.ledger.BeginRun(ctx, lease, ledger.Begin{
-		Job: req.Job, BusinessDate: date, Slot: slot, Trigger: trigger, Force: req.Force, ForcedBy: req.By, Reason: req.Reason,
-	})
+	begin := ledger.Begin{Job: req.Job, BusinessDate: date, Slot: slot, Trigger: trigger, Force: req.Force, ForcedBy: req.By, Reason: req.Reason}
+	if jc.Instance == Repeating && manualTrigger(trigger) && !req.Force && req.Slot == "" {
+		begin.Again, begin.Reason = true, "manual "+trigger+" run; slot "+slot+" had already run"
+		if begin.ForcedBy == "" {
+			begin.ForcedBy = trigger
+		}
+	}
+	run, resumed, err := r.ledger.BeginRun(ctx, lease, begin)
 	if err != nil {
 		r.log.Info("job.skip", "job", req.Job, "business_date", date, "run_key", slot, "trigger", trigger, "reason", err.Error())
+		if errors.Is(err, ledger.ErrAlreadyCompleted) && run.RunID != 0 {
+			res := Result{Run: run, Total: len(job.Steps), AlreadyCompleted: true}
+			if steps, serr := r.ledger.Steps(ctx, run.RunID); serr == nil {
+				res.Steps, res.Skipped = steps, len(steps)
+			}
+			return res, err
+		}
 		return Result{}, err
 	}
 	startAttrs := []any{"job", run.Job, "business_date", run.BusinessDate, "run_key", run.RunKey, "run_id", run.RunID,

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/ledger"
 )
 
@@ -289,21 +291,40 @@ func TestCatchUpBoundedAndStopsAtFailure(t *testing.T) {
 	}
 }
 
-// Repeating jobs are keyed by their JST trigger minute.
+// Repeating jobs are keyed by their JST trigger minute. cron runs a slot
+// once; a manual run (CLI, HTTP) right after cron ran the slot is not
+// refused: it runs the slot's next instance, recorded as such.
 func TestRepeatingJobKeyedBySlot(t *testing.T) {
 	ctx := context.Background()
 	p := newProbe()
 	e := newEnv(t, p.job("timeout-sweep"))
 	e.clk.Set(time.Date(2026, 12, 2, 10, 21, 30, 0, eodTime.Location()))
-	a, err := e.r.Run(ctx, Request{Job: "timeout-sweep"})
+	a, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"})
 	if err != nil || a.Run.RunKey != "10:21" || a.Run.BusinessDate != "2026-12-02" {
 		t.Fatalf("first = %+v, %v", a.Run, err)
 	}
-	if _, err := e.r.Run(ctx, Request{Job: "timeout-sweep"}); !errors.Is(err, ledger.ErrAlreadyCompleted) {
-		t.Fatalf("same minute: %v", err)
+	if res, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"}); !errors.Is(err, ledger.ErrAlreadyCompleted) ||
+		!res.AlreadyCompleted || res.Run.RunID != a.Run.RunID {
+		t.Fatalf("cron again in the same minute: %+v, %v", res, err)
+	}
+	for i, trigger := range []string{"cli", "http"} {
+		m, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: trigger, By: "alice"})
+		want := fmt.Sprintf("10:21/rerun-%d", i+1)
+		if err != nil || m.Run.RunKey != want || m.Run.Status != ledger.Completed || m.Executed != 4 ||
+			m.Run.ForcedBy != "alice" || m.Run.ForceReason != "manual "+trigger+" run; slot 10:21 had already run" {
+			t.Fatalf("manual %s run after cron = %+v, %v", trigger, m.Run, err)
+		}
+	}
+	// A slot named explicitly is that instance: completed, it does not run.
+	if res, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cli", Slot: "10:21"}); !errors.Is(err, ledger.ErrAlreadyCompleted) ||
+		!res.AlreadyCompleted || res.Run.RunKey != "10:21/rerun-2" {
+		t.Fatalf("manual run of the named slot 10:21: %+v, %v", res.Run, err)
+	}
+	if got := keys(e.effects(t)); got != "s1@2026-12-02=3 s3@2026-12-02=3" {
+		t.Fatalf("effects %s: want the step run by cron and by both manual runs", got)
 	}
 	e.clk.Advance(time.Minute)
-	b, err := e.r.Run(ctx, Request{Job: "timeout-sweep"})
+	b, err := e.r.Run(ctx, Request{Job: "timeout-sweep", Trigger: "cron"})
 	if err != nil || b.Run.RunKey != "10:22" {
 		t.Fatalf("next minute = %+v, %v", b.Run, err)
 	}
@@ -425,5 +446,60 @@ func TestLostLeaseCancelsTheRun(t *testing.T) {
 	cur, _, _ := e.led.CurrentLease(ctx, "eod")
 	if cur.Holder != "thief" || cur.Token != thief.Token {
 		t.Fatalf("lease = %+v", cur)
+	}
+}
+
+// Manual runs of a repeating job racing in one minute, from separate
+// runners: the lease lets one run at a time, the others are refused with
+// ErrLeaseHeld (never fenced mid-run), and every run that went through is
+// its own instance of the slot (no rerun number twice).
+func TestManualRepeatingRunsRace(t *testing.T) {
+	ctx := context.Background()
+	p := newProbe()
+	e := newEnv(t, p.job("outbox-drain"))
+	e.clk.Set(time.Date(2026, 12, 2, 10, 21, 30, 0, eodTime.Location()))
+	const n = 8
+	type out struct {
+		res Result
+		err error
+	}
+	outs := make(chan out, n)
+	var runners []*Runner
+	for i := 0; i < n; i++ {
+		runners = append(runners, e.runner(t, e.openLedger(t), fmt.Sprintf("ops-%d", i), &bytes.Buffer{}))
+	}
+	start := make(chan struct{})
+	for _, r := range runners {
+		go func() {
+			<-start
+			res, err := r.Run(ctx, Request{Job: "outbox-drain", Trigger: "cli", By: "ops"})
+			outs <- out{res, err}
+		}()
+	}
+	close(start)
+	keysSeen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		o := <-outs
+		switch {
+		case o.err == nil:
+			if o.res.Run.Status != ledger.Completed || keysSeen[o.res.Run.RunKey] {
+				t.Fatalf("run %+v: status or duplicate key", o.res.Run)
+			}
+			keysSeen[o.res.Run.RunKey] = true
+		case !errors.Is(o.err, ledger.ErrLeaseHeld):
+			t.Fatalf("refusal %v, want ErrLeaseHeld", o.err)
+		}
+	}
+	if len(keysSeen) == 0 {
+		t.Fatal("no manual run went through")
+	}
+	var rows int
+	if err := e.led.DB().Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM JobRuns WHERE job = 'outbox-drain' AND status = 'COMPLETED'`).Scan(&rows)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(keysSeen) {
+		t.Fatalf("JobRuns %d, runs that went through %d", rows, len(keysSeen))
 	}
 }

@@ -208,7 +208,7 @@ func ExampleRunner_Run() {
 	// 1 eod 2026-12-01 daily COMPLETED <nil>
 	// 1 close-date COMPLETED closed 2026-12-01
 	// 2 workbook COMPLETED wrote recon-2026-12-01.xlsx
-	// ALREADY_PROCESSED: job eod for 2026-12-01 (daily) already COMPLETED as run 1; re-run with force and a reason: job instance already completed
+	// ALREADY_PROCESSED: job eod for 2026-12-01 (daily) already COMPLETED at 2026-12-01T14:30:00Z as run 1; re-run with force and a reason: job instance already completed
 }
 
 // Serve catches up before it starts the cron trigger and returns when its
