@@ -72,8 +72,8 @@ func LatestClosedDate(ctx context.Context, db *store.DB) (string, error) {
 // whose MAC under the node's workbook key matches (see
 // workbook.ReadDecisions: an edited cell, an added row, a workbook of
 // another date or node is refused, and the file's size is bounded by the
-// rows issued before it is read), and applies every decision through the operator
-// paths: RETRY -> outbox Requeue, WRITE_OFF -> outbox WriteOff, ESCALATE ->
+// rows issued before it is read), and applies every decision through the
+// operator paths: RETRY -> outbox Requeue, WRITE_OFF -> outbox WriteOff, ESCALATE ->
 // the Case (of the row, or of the posting) to ESCALATED. Each applied
 // decision is recorded in ReconDecisions keyed by (business date, row key),
 // so applying the same workbook again does nothing and says so.
