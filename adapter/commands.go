@@ -75,7 +75,7 @@ func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, 
 		return "", bankapi.ReasonAccountFrozen, nil
 	}
 	if s.Available < amount {
-		a.log.InfoContext(ctx, "adapter.reserve_refused", "txid", txid, "account_hash", hash, "amount", amount, "available", s.Available)
+		a.log.InfoContext(ctx, "adapter.reserve_refused", "txid", txid, "account_hash", hash, "amount", amount, "available_balance", s.Available)
 		return "", bankapi.ReasonInsufficientFunds, nil
 	}
 	now := a.now()

@@ -89,7 +89,7 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 		}
 		outboxes[m[1]] = ob
 	}
-	rep, err := eod.ApplyWorkbook(ctx, eod.ApplyConfig{DB: db, Outboxes: outboxes, Cases: cases.New(clock.System{}, nil, 0),
+	rep, err := eod.ApplyWorkbook(ctx, eod.ApplyConfig{DB: db, DataDir: e.DataDir, Outboxes: outboxes, Cases: cases.New(clock.System{}, nil, 0),
 		Operator: *by, Clock: clock.System{}}, file, want)
 	for _, a := range rep.Results {
 		fmt.Fprintf(e.Stdout, "row %d %s %s: %s %s\n", a.Row, a.Key, a.Resolution, a.Outcome, a.Detail)

@@ -11,6 +11,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/zcgw/zcgw/adapter"
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/eod"
 	"github.com/zcgw/zcgw/jobs/ledger"
@@ -47,7 +48,6 @@ func TestReconApplyCommand(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	zc.Close()
 	adb, err := store.Open(ctx, filepath.Join(dir, "adapter-001.db"), adapter.Schema)
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +65,14 @@ func TestReconApplyCommand(t *testing.T) {
 	}
 	e, _ := ob.Get(ctx, id)
 	wbPath := workbook.Path(dir, "2026-12-01")
-	if _, err := workbook.Write(wbPath, workbook.Report{BusinessDate: "2026-12-01", GeneratedAt: time.Now(),
+	if _, err := eod.IssueWorkbook(ctx, zc, dir, wbPath, workbook.Report{BusinessDate: "2026-12-01", GeneratedAt: time.Now(),
 		Exceptions: func(yield func(workbook.Exception, error) bool) {
 			yield(workbook.Exception{Kind: workbook.KindPosting, BankID: "001", OutboxID: id, Ref: "REF-1", TxID: "TX-1",
 				Account: "100-1-0000001", Amount: 900, Status: string(e.Status), ReasonCode: e.ReasonCode}, nil)
-		}}); err != nil {
+		}}, clock.System{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	zc.Close()
 	f, _ := excelize.OpenFile(wbPath)
 	_ = f.SetCellValue(workbook.SheetExceptions, "N2", "RETRY")
 	reviewed := filepath.Join(dir, "reviewed.xlsx")
@@ -85,7 +86,7 @@ func TestReconApplyCommand(t *testing.T) {
 		code := run(ctx, append([]string{"--data", dir, "recon"}, args...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	if code, _, stderr := runIt("apply", reviewed, "--date", "2026-12-02", "--by", "ops"); code != 1 || !strings.Contains(stderr, "not 2026-12-02") {
+	if code, _, stderr := runIt("apply", reviewed, "--date", "2026-12-02", "--by", "ops"); code != 1 || !strings.Contains(stderr, "issued no workbook for business date 2026-12-02") {
 		t.Fatalf("wrong date: %d %s", code, stderr)
 	}
 	code, out, stderr := runIt("apply", reviewed, "--by", "ops")

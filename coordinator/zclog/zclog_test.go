@@ -251,3 +251,44 @@ func ExampleNew() {
 	// Output:
 	// {"ts":"2026-04-01T00:00:00.000000000Z","level":"info","event":"lane.dispatch","request_id":"req-7","txid":"TX-001","lane":"EXPRESS","preimage":"[REDACTED]"}
 }
+
+type posting struct {
+	Ref     string `json:"ref"`
+	Account string `json:"account"`
+	Amount  int64  `json:"amount"`
+}
+
+// Core account numbers, balances and customer names are written
+// "[REDACTED]" by key wherever they appear (spec 000 ch. 3 PII rule), and
+// the keys logs correlate on (account_hash, ref, txid, amount) are kept.
+func TestPIIKeysRedacted(t *testing.T) {
+	l, buf := newTest(slog.LevelInfo)
+	l.With("core_account", "100-1-0001234").Info("adapter.account_opened",
+		"account_hash", "h:a", "opening_balance", int64(987654),
+		"account", "100-1-0005678", "balance_after", int64(123456), "available_balance", int64(55),
+		"holder_name", "ﾀﾅｶ ﾀﾛｳ", "Payer_Account", "100-1-0009999",
+		slog.Group("core", "balance", int64(31337)),
+		"detail", map[string]any{"shadow_balance": int64(42424242), "ref": "P1"},
+		"posting", posting{Ref: "P2", Account: "100-1-0007777", Amount: 1200},
+		"amount", int64(1200))
+	want := `{"ts":"2026-04-01T00:30:00.123000000Z","level":"info","event":"adapter.account_opened","request_id":null,` +
+		`"core_account":"[REDACTED]","account_hash":"h:a","opening_balance":"[REDACTED]","account":"[REDACTED]",` +
+		`"balance_after":"[REDACTED]","available_balance":"[REDACTED]","holder_name":"[REDACTED]","Payer_Account":"[REDACTED]",` +
+		`"core":{"balance":"[REDACTED]"},"detail":{"ref":"P1","shadow_balance":"[REDACTED]"},` +
+		`"posting":{"ref":"P2","account":"[REDACTED]","amount":1200},"amount":1200}`
+	if got := strings.TrimSpace(buf.String()); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestIsPIIKey(t *testing.T) {
+	for k, want := range map[string]bool{
+		"account": true, "core_account": true, "payee_account": true, "balance": true, "balance_after": true,
+		"opening_balance": true, "holder_name": true, "HOLDER_NAME": true,
+		"account_hash": false, "amount": false, "holder": false, "name": false, "file": false, "txid": false,
+	} {
+		if IsPIIKey(k) != want {
+			t.Errorf("IsPIIKey(%q) = %v", k, !want)
+		}
+	}
+}

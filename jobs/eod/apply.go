@@ -17,7 +17,8 @@ import (
 
 // ApplyConfig wires ApplyWorkbook.
 type ApplyConfig struct {
-	DB       *store.DB                 // the coordinator's zc.db (Cases, ReconDecisions)
+	DB       *store.DB                 // the coordinator's zc.db (Cases, ReconWorkbooks, ReconDecisions)
+	DataDir  string                    // the data folder holding the node's workbook key (WorkbookKeyFile)
 	Outboxes map[string]*outbox.Outbox // per bank id: the operator path (Requeue, WriteOff)
 	Cases    *cases.Cases              // nil: cases.New with defaults
 	Operator string                    // who applies (recorded)
@@ -66,15 +67,19 @@ func LatestClosedDate(ctx context.Context, db *store.DB) (string, error) {
 	return d.String, err
 }
 
-// ApplyWorkbook reads a reviewed reconciliation workbook (refusing one of
-// another business date than wantDate or with changed rows, see
-// workbook.ReadDecisions) and applies every decision through the operator
-// paths: RETRY -> outbox Requeue, WRITE_OFF -> outbox WriteOff, ESCALATE ->
+// ApplyWorkbook reads a reviewed reconciliation workbook, accepting only a
+// workbook this node issued for wantDate (ReconWorkbooks) and only rows
+// whose MAC under the node's workbook key matches (see
+// workbook.ReadDecisions: an edited cell, an added row, a workbook of
+// another date or node is refused, and the file's size is bounded by the
+// rows issued before it is read), and applies every decision through the
+// operator paths: RETRY -> outbox Requeue, WRITE_OFF -> outbox WriteOff, ESCALATE ->
 // the Case (of the row, or of the posting) to ESCALATED. Each applied
 // decision is recorded in ReconDecisions keyed by (business date, row key),
 // so applying the same workbook again does nothing and says so.
 func ApplyWorkbook(ctx context.Context, cfg ApplyConfig, path, wantDate string) (ApplyReport, error) {
 	var rep ApplyReport
+	var err error
 	if strings.TrimSpace(cfg.Operator) == "" {
 		return rep, domainerr.New("MISSING_FIELD", "recon apply: operator is required", map[string]any{"field": "operator"})
 	}
@@ -84,10 +89,22 @@ func ApplyWorkbook(ctx context.Context, cfg ApplyConfig, path, wantDate string) 
 	if cfg.Cases == nil {
 		cfg.Cases = cases.New(cfg.Clock, nil, 0)
 	}
+	if strings.TrimSpace(wantDate) == "" {
+		return rep, domainerr.New("MISSING_FIELD", "recon apply: the business date is required", map[string]any{"field": "date"})
+	}
 	if err := EnsureSchema(ctx, cfg.DB); err != nil {
 		return rep, err
 	}
-	rev, err := workbook.ReadDecisions(path, wantDate)
+	want := workbook.Expect{BusinessDate: wantDate}
+	if want.Issued, err = IssuedWorkbooks(ctx, cfg.DB, wantDate); err != nil {
+		return rep, err
+	}
+	if len(want.Issued) > 0 {
+		if want.Key, err = WorkbookKey(cfg.DataDir, false); err != nil {
+			return rep, err
+		}
+	}
+	rev, err := workbook.ReadDecisions(path, want)
 	if err != nil {
 		return rep, err
 	}

@@ -9,15 +9,19 @@
 // and check it first, or replace their output whole.
 //
 // It also applies a reviewed workbook (ApplyWorkbook, `zcgw recon apply`)
-// through the outbox's operator path and coordinator/cases.
+// through the outbox's operator path and coordinator/cases, accepting only
+// a workbook it issued (IssueWorkbook records the workbook id and the rows
+// written in ReconWorkbooks) and only rows whose MAC under the node's
+// workbook key recomputes. WorkbookKey is the one place that key
+// (<data>/recon-workbook.key, 0600, created on first use) is read.
 //
 // It also is the "finality-audit" job (FinalityAudit): a full chain audit
 // on demand, each run recorded and answered with spec 004's fields.
 //
 // It owns the tables in Schema (EodBusinessDates, EodLimitResets,
 // EodChainAudits, FinalityAudits, EodReconciliations, EodWorkbooks,
-// ReconDecisions) in the
-// coordinator's database. It writes Participants' daily amount columns
+// ReconWorkbooks, ReconDecisions) in the coordinator's database. It writes
+// Participants' daily amount columns
 // only in the reset step; it must not write Transactions, FinalityLog or
 // any adapter table except through the adapter and outbox APIs.
 package eod

@@ -105,6 +105,15 @@ CREATE TABLE IF NOT EXISTS EodWorkbooks (
   written_at    TEXT NOT NULL,
   run_id        INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ReconWorkbooks (
+  workbook_id    TEXT PRIMARY KEY,          -- WB-<32 hex>, issued when the node writes the workbook
+  business_date  TEXT NOT NULL,
+  exception_rows INTEGER NOT NULL,          -- rows whose decisions the node will accept
+  rows           INTEGER NOT NULL,          -- all rows written: sizes the reviewed copy's unzip bound
+  path           TEXT NOT NULL,
+  issued_at      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ReconWorkbooksByDate ON ReconWorkbooks (business_date);
 CREATE TABLE IF NOT EXISTS ReconDecisions (
   business_date TEXT NOT NULL,
   row_key       TEXT NOT NULL,

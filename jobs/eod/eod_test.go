@@ -1,9 +1,11 @@
 package eod
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -376,7 +378,7 @@ func TestReconApplyRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	wb.Close()
-	cfg := ApplyConfig{DB: f.db, Outboxes: map[string]*outbox.Outbox{"001": f.banks[0].Outbox(), "002": f.banks[1].Outbox()},
+	cfg := ApplyConfig{DB: f.db, DataDir: f.dir, Outboxes: map[string]*outbox.Outbox{"001": f.banks[0].Outbox(), "002": f.banks[1].Outbox()},
 		Cases: cases.New(f.clk, nil, 0), Operator: "ops-tanaka", Clock: f.clk}
 
 	// Wrong business date.
@@ -463,4 +465,96 @@ func TestTwoInstancesRunEODOnce(t *testing.T) {
 		t.Fatalf("%d completed runs", n)
 	}
 	f.assertDone(t)
+}
+
+// The EOD step issues its workbook: the node's workbook key is created
+// once in the data folder (0600), the workbook id and the rows written are
+// recorded, and a reviewed copy is applied only when it is one this node
+// issued: a workbook written for the same date by another node (its own
+// key and database) is refused, and so is an edited amount.
+func TestReconApplyAcceptsOnlyIssuedWorkbooks(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.runner(t, f.cfg)
+	if _, err := r.Run(ctx, scheduler.Request{Job: JobName, BusinessDate: day}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(f.dir, WorkbookKeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("workbook key %v %v, want a 0600 file", fi, err)
+	}
+	key, err := WorkbookKey(f.dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := IssuedWorkbooks(ctx, f.db, day)
+	if err != nil || len(issued) != 1 {
+		t.Fatalf("issued %+v %v", issued, err)
+	}
+	path := workbook.Path(f.dir, day)
+	wb, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := wb.GetCellValue(workbook.SheetControl, "B3")
+	rows, _ := wb.GetRows(workbook.SheetExceptions)
+	if id != issued[0].WorkbookID || issued[0].ExceptionRows != len(rows)-1 || issued[0].Rows < len(rows) {
+		t.Fatalf("recorded %+v, workbook id %q with %d exception rows", issued[0], id, len(rows)-1)
+	}
+	blocked := 0
+	for i, row := range rows {
+		if len(row) > 9 && row[1] == "POSTING" && row[8] == "BLOCKED" {
+			blocked = i + 1
+		}
+	}
+	if blocked == 0 {
+		t.Fatalf("no BLOCKED posting row in %v", rows)
+	}
+	_ = wb.SetCellValue(workbook.SheetExceptions, fmt.Sprintf("N%d", blocked), "WRITE_OFF")
+	genuine := filepath.Join(f.dir, "genuine.xlsx")
+	if err := wb.SaveAs(genuine); err != nil {
+		t.Fatal(err)
+	}
+	_ = wb.SetCellValue(workbook.SheetExceptions, fmt.Sprintf("H%d", blocked), 1)
+	edited := filepath.Join(f.dir, "edited.xlsx")
+	if err := wb.SaveAs(edited); err != nil {
+		t.Fatal(err)
+	}
+	wb.Close()
+
+	// Another node: its own data folder, key and database, same date.
+	other := t.TempDir()
+	odb, err := store.OpenCoordinator(ctx, ledger.Path(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odb.Close()
+	if err := EnsureSchema(ctx, odb); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(other, "foreign.xlsx")
+	if _, err := IssueWorkbook(ctx, odb, other, foreign, workbook.Report{BusinessDate: day, GeneratedAt: f.clk.Now(),
+		Exceptions: func(yield func(workbook.Exception, error) bool) {
+			yield(workbook.Exception{Kind: workbook.KindPosting, BankID: "001", OutboxID: 1, Ref: "R", TxID: "TX-C1", Status: "BLOCKED"}, nil)
+		}}, f.clk, nil); err != nil {
+		t.Fatal(err)
+	}
+	if otherKey, _ := WorkbookKey(other, false); bytes.Equal(otherKey, key) {
+		t.Fatal("two data folders share a workbook key")
+	}
+
+	cfg := ApplyConfig{DB: f.db, DataDir: f.dir, Outboxes: map[string]*outbox.Outbox{"001": f.banks[0].Outbox(), "002": f.banks[1].Outbox()},
+		Cases: cases.New(f.clk, nil, 0), Operator: "ops", Clock: f.clk}
+	for name, p := range map[string]string{"another node's workbook": foreign, "edited amount": edited} {
+		if _, err := ApplyWorkbook(ctx, cfg, p, day); !errors.Is(err, workbook.ErrRejected) {
+			t.Fatalf("%s: err = %v, want a rejection", name, err)
+		}
+	}
+	if n := count(t, f.db, `SELECT COUNT(*) FROM ReconDecisions`); n != 0 {
+		t.Fatalf("%d decisions recorded from refused workbooks", n)
+	}
+	rep, err := ApplyWorkbook(ctx, cfg, genuine, day)
+	if err != nil || rep.Count(OutcomeApplied) != 1 {
+		t.Fatalf("genuine workbook: %+v %v", rep, err)
+	}
 }

@@ -30,11 +30,7 @@ func (e *EOD) workbook(ctx context.Context, sc scheduler.StepContext) (string, e
 		return "", err
 	}
 	path := e.WorkbookPath(sc.BusinessDate)
-	st, err := workbook.Write(path, rep)
-	if err != nil {
-		return "", err
-	}
-	err = e.cfg.DB.Write(ctx, func(tx *store.Tx) error {
+	st, err := IssueWorkbook(ctx, e.cfg.DB, e.cfg.DataDir, path, rep, e.cfg.Clock, func(tx *store.Tx, st workbook.Stats) error {
 		if err := sc.Fence(ctx, tx); err != nil {
 			return err
 		}
@@ -43,7 +39,7 @@ func (e *EOD) workbook(ctx context.Context, sc scheduler.StepContext) (string, e
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("eod: record workbook: %w", err)
+		return "", err
 	}
 	if err := e.hook(stepWorkbook, "after"); err != nil {
 		return "", err

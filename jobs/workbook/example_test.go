@@ -17,11 +17,14 @@ func ExampleWrite() {
 	dir, _ := os.MkdirTemp("", "wb-example-")
 	defer os.RemoveAll(dir)
 	path := workbook.Path(dir, "2026-12-01")
+	id, _ := workbook.NewWorkbookID()
+	key := make([]byte, workbook.KeySize) // the node's secret workbook key (jobs/eod keeps it)
 	st, err := workbook.Write(path, workbook.Report{
 		BusinessDate: "2026-12-01",
 		GeneratedAt:  time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC),
 		Chain:        workbook.ChainAudit{Chains: 3, Entries: 9},
 		Banks:        []workbook.Bank{{BankID: "001", Accounts: 2, ShadowTotal: 150000, CoreTotal: 150000, Matched: 2}},
+		Seal:         workbook.Seal{WorkbookID: id, Key: key},
 	})
 	if err != nil {
 		fmt.Println(err)

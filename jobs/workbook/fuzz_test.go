@@ -28,7 +28,7 @@ func FuzzReadDecisions(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rev, err := ReadDecisions(path, "")
+		rev, err := ReadDecisions(path, expect("2026-12-01"))
 		if err != nil {
 			return
 		}

@@ -1,7 +1,10 @@
 package workbook
 
 import (
+	"archive/zip"
+	"crypto/hmac"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -27,6 +30,7 @@ type Decision struct {
 // Reviewed is what ReadDecisions found in a workbook.
 type Reviewed struct {
 	BusinessDate string
+	WorkbookID   string
 	Rows         int // exception rows checked
 	Decisions    []Decision
 }
@@ -39,23 +43,76 @@ func reject(path, msg string, details map[string]any) error {
 	return domainerr.Wrap("INVALID_REQUEST", ErrRejected, "workbook "+path+": "+msg, details)
 }
 
-// MaxReviewedUnzipped bounds the unzipped size of a reviewed workbook
-// (512 MiB, about 500,000 exception rows at ~1 KB each). excelize sizes its
-// read buffer for each part from the size the zip declares, so without a
-// bound a small damaged or crafted file declaring gigabytes made it
-// allocate them (FuzzReadDecisions crashed a worker that way); over the
-// bound the file is refused like any unreadable workbook.
-const MaxReviewedUnzipped = 512 << 20
+// Issued is a workbook the node wrote, as the caller recorded it when it
+// wrote it (jobs/eod: ReconWorkbooks): its id, its exception rows and all
+// its rows (every sheet, headers included).
+type Issued struct {
+	WorkbookID    string
+	ExceptionRows int
+	Rows          int
+}
+
+// Expect is what a reviewed workbook is checked against: the business
+// date it must be for, the node's workbook key, and the workbooks the node
+// issued for that date.
+type Expect struct {
+	BusinessDate string
+	Key          []byte
+	Issued       []Issued
+}
+
+// The unzipped size bound of a reviewed workbook is derived from the rows
+// the node issued: UnzipOverhead for the fixed parts (styles, theme, the
+// chart, what a spreadsheet program adds when it saves; a written workbook
+// without rows is about 60 KB) plus UnzipPerRow for each row written (a
+// reviewed row with long ids and a comment measured about 0.9 KB; the rest
+// is room for longer comments).
+const (
+	UnzipOverhead = 8 << 20
+	UnzipPerRow   = 4 << 10
+)
+
+// UnzipBound is the largest unzipped size a reviewed copy of the issued
+// workbooks may have: UnzipOverhead + UnzipPerRow × the most rows any of
+// them was written with.
+func UnzipBound(issued []Issued) int64 {
+	rows := 0
+	for _, w := range issued {
+		rows = max(rows, w.Rows)
+	}
+	return UnzipOverhead + UnzipPerRow*int64(rows)
+}
 
 // ReadDecisions reads a reviewed workbook back. It refuses (INVALID_REQUEST
-// wrapping ErrRejected, naming the row and column) a workbook whose
-// business date is not wantDate (when wantDate is not empty), whose control
-// sheet is missing, or in which any exception row's identifying cells were
-// changed, a row was added or duplicated, or a Resolution is not one of
-// RETRY, WRITE_OFF, ESCALATE. Rows without a Resolution are not decisions.
-func ReadDecisions(path, wantDate string) (Reviewed, error) {
+// wrapping ErrRejected, naming the row and column) a workbook
+//   - larger (on disk, or unzipped as its zip directory declares) than
+//     UnzipBound of the workbooks issued for the date, before reading it;
+//   - whose business date is not want.BusinessDate, or whose workbook id is
+//     not one the node issued for that date;
+//   - in which a row's MAC does not match its identifying cells under the
+//     node's key: a cell was changed (whatever digest the reviewer
+//     recomputed), a row was added, or it comes from another workbook, date
+//     or node; a row duplicated; more rows than were issued;
+//   - with a Resolution that is not one of RETRY, WRITE_OFF, ESCALATE.
+//
+// Rows without a Resolution are not decisions.
+func ReadDecisions(path string, want Expect) (Reviewed, error) {
 	var out Reviewed
-	f, err := excelize.OpenFile(path, excelize.Options{UnzipSizeLimit: MaxReviewedUnzipped})
+	if want.BusinessDate == "" {
+		return out, fmt.Errorf("workbook %s: no business date to check it against", path)
+	}
+	if len(want.Issued) == 0 {
+		return out, reject(path, "this node issued no workbook for business date "+want.BusinessDate,
+			map[string]any{"expected": want.BusinessDate})
+	}
+	if len(want.Key) < KeySize {
+		return out, fmt.Errorf("workbook %s: the node's workbook key is %d bytes, want %d", path, len(want.Key), KeySize)
+	}
+	bound := UnzipBound(want.Issued)
+	if err := checkSize(path, bound); err != nil {
+		return out, err
+	}
+	f, err := excelize.OpenFile(path, excelize.Options{UnzipSizeLimit: bound})
 	if err != nil {
 		return out, domainerr.Wrap("INVALID_REQUEST", err, "workbook "+path+": cannot open", map[string]any{"file": path})
 	}
@@ -65,20 +122,26 @@ func ReadDecisions(path, wantDate string) (Reviewed, error) {
 	if err != nil {
 		return out, reject(path, "no control sheet (not a zcgw reconciliation workbook)", nil)
 	}
-	if len(ctl) < 3 || len(ctl[0]) < 2 || ctl[0][0] != "business_date" {
-		return out, reject(path, "control sheet is damaged", nil)
+	if len(ctl) < 4 || len(ctl[0]) < 2 || ctl[0][0] != "business_date" || len(ctl[2]) < 2 || ctl[2][0] != "workbook_id" {
+		return out, reject(path, "control sheet is damaged (or the workbook was written by a zcgw before workbook MACs)", nil)
 	}
-	out.BusinessDate = ctl[0][1]
-	if wantDate != "" && out.BusinessDate != wantDate {
-		return out, reject(path, fmt.Sprintf("it is the workbook of business date %s, not %s", out.BusinessDate, wantDate),
-			map[string]any{"business_date": out.BusinessDate, "expected": wantDate})
+	if len(ctl[3]) < 2 || ctl[3][0] != "format" || ctl[3][1] != sealFormat {
+		return out, reject(path, fmt.Sprintf("control sheet names format %q, want %s", strings.Join(ctl[3], " "), sealFormat), nil)
 	}
-	digests := make(map[string]string, len(ctl))
-	for i, r := range ctl[3:] {
-		if len(r) < 2 {
-			return out, reject(path, fmt.Sprintf("control sheet row %d is damaged", i+4), nil)
+	out.BusinessDate, out.WorkbookID = ctl[0][1], ctl[2][1]
+	if out.BusinessDate != want.BusinessDate {
+		return out, reject(path, fmt.Sprintf("it is the workbook of business date %s, not %s", out.BusinessDate, want.BusinessDate),
+			map[string]any{"business_date": out.BusinessDate, "expected": want.BusinessDate})
+	}
+	var issued Issued
+	for _, w := range want.Issued {
+		if w.WorkbookID == out.WorkbookID {
+			issued = w
 		}
-		digests[r[0]] = r[1]
+	}
+	if issued.WorkbookID == "" {
+		return out, reject(path, fmt.Sprintf("workbook %q is not a workbook this node issued for business date %s", out.WorkbookID, want.BusinessDate),
+			map[string]any{"workbook_id": out.WorkbookID, "business_date": want.BusinessDate})
 	}
 	rows, err := f.GetRows(SheetExceptions, raw)
 	if err != nil {
@@ -97,29 +160,30 @@ func ReadDecisions(path, wantDate string) (Reviewed, error) {
 			}
 			return ""
 		}
-		if cell(colKey) == "" && cell(colResolution) == "" && cell(colDigest) == "" {
+		if cell(colKey) == "" && cell(colResolution) == "" && cell(colMAC) == "" {
 			continue // an empty row (e.g. cleared by the reviewer)
 		}
 		key := cell(colKey)
 		where := map[string]any{"row": rowNo, "row_key": key}
-		want, ok := digests[key]
-		if !ok {
-			return out, reject(path, fmt.Sprintf("Exceptions row %d (%q) is not a row this workbook was written with", rowNo, key), where)
-		}
-		if prev, dup := seen[key]; dup {
-			return out, reject(path, fmt.Sprintf("Exceptions rows %d and %d are the same row %q", prev, rowNo, key), where)
-		}
-		seen[key] = rowNo
 		id := []string{cell(colKey), cell(colKind), cell(colBank), cell(colOutboxID), cell(colRef), cell(colTxID),
 			cell(colAccount), cell(colAmount), cell(colStatus), cell(colReason), cell(colCaseID)}
 		if id[3] == "" {
 			id[3] = "0"
 		}
-		got := RowDigest(out.BusinessDate, id)
-		if got != want || cell(colDigest) != want {
-			return out, reject(path, fmt.Sprintf("Exceptions row %d (%q) was changed after the workbook was written (only Resolution and Comment may be edited)", rowNo, key), where)
+		mac := rowMAC(want.Key, out.WorkbookID, out.BusinessDate, id)
+		if !hmac.Equal([]byte(cell(colMAC)), []byte(mac)) {
+			where["column"] = exceptionHeader[colMAC-1]
+			return out, reject(path, fmt.Sprintf("Exceptions row %d (%q) is not a row this node issued in workbook %s, or was changed after it was written (only Resolution and Comment may be edited)",
+				rowNo, key, out.WorkbookID), where)
 		}
+		if prev, dup := seen[key]; dup {
+			return out, reject(path, fmt.Sprintf("Exceptions rows %d and %d are the same row %q", prev, rowNo, key), where)
+		}
+		seen[key] = rowNo
 		out.Rows++
+		if out.Rows > issued.ExceptionRows {
+			return out, reject(path, fmt.Sprintf("Exceptions row %d: more rows than the %d the node issued", rowNo, issued.ExceptionRows), where)
+		}
 		res := strings.ToUpper(cell(colResolution))
 		if res == "" {
 			continue
@@ -139,4 +203,35 @@ func ReadDecisions(path, wantDate string) (Reviewed, error) {
 		out.Decisions = append(out.Decisions, d)
 	}
 	return out, nil
+}
+
+// checkSize refuses, before anything is read into memory, a file larger
+// than bound on disk or whose zip directory declares more than bound
+// unzipped (archive/zip reads only the directory, and later fails an entry
+// that inflates past its declared size).
+func checkSize(path string, bound int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return domainerr.Wrap("INVALID_REQUEST", err, "workbook "+path+": cannot open", map[string]any{"file": path})
+	}
+	tooBig := func(what string, n int64) error {
+		return reject(path, fmt.Sprintf("%s is %d bytes, more than a reviewed copy of the workbook the node issued can be (%d bytes: %d + %d per issued row)",
+			what, n, bound, UnzipOverhead, UnzipPerRow), map[string]any{"size": n, "bound": bound})
+	}
+	if fi.Size() > bound {
+		return tooBig("the file", fi.Size())
+	}
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return domainerr.Wrap("INVALID_REQUEST", err, "workbook "+path+": cannot open", map[string]any{"file": path})
+	}
+	defer zr.Close()
+	var total uint64
+	for _, zf := range zr.File {
+		if zf.UncompressedSize64 > uint64(bound)-total {
+			return tooBig("its unzipped content", int64(min(total+min(zf.UncompressedSize64, 1<<62), 1<<62)))
+		}
+		total += zf.UncompressedSize64
+	}
+	return nil
 }

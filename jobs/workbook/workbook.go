@@ -1,8 +1,6 @@
 package workbook
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -126,6 +124,9 @@ type Report struct {
 	Drifts       iter.Seq2[Drift, error]
 	Exceptions   iter.Seq2[Exception, error]
 	DNS          []DNSPosition
+	// Seal is the node's key and the id it issued for this workbook:
+	// every exception row carries its MAC (see ReadDecisions).
+	Seal Seal
 }
 
 // Stats says what Write wrote.
@@ -156,28 +157,14 @@ const (
 	colSince
 	colResolution
 	colComment
-	colDigest
-	exceptionCols = colDigest
+	colMAC
+	exceptionCols = colMAC
 )
 
 var exceptionHeader = []string{"Row key", "Kind", "Bank", "Outbox ID", "Posting ref", "txid", "Account",
-	"Amount (JPY)", "Status", "Reason", "Case ID", "SLA deadline (JST)", "Since (JST)", "Resolution", "Comment", "Row digest"}
+	"Amount (JPY)", "Status", "Reason", "Case ID", "SLA deadline (JST)", "Since (JST)", "Resolution", "Comment", "Row MAC"}
 
-// RowDigest is the digest of an exception row's identifying cells, bound to
-// the business date. Editing any of them (or moving a row to another
-// workbook) makes ReadDecisions refuse the workbook. It detects changes by
-// mistake, not forgery: it is not keyed.
-func RowDigest(businessDate string, cells []string) string {
-	h := sha256.New()
-	h.Write([]byte("zcgw-recon-v1\x1f" + businessDate))
-	for _, c := range cells {
-		h.Write([]byte{0x1f})
-		h.Write([]byte(c))
-	}
-	return hex.EncodeToString(h.Sum(nil))[:32]
-}
-
-// identity lists the cells covered by the digest, as they are stored.
+// identity lists the cells covered by the row MAC, as they are stored.
 func (e Exception) identity() []string {
 	return []string{e.Key(), e.Kind, e.BankID, strconv.FormatInt(e.OutboxID, 10), e.Ref, e.TxID, e.Account,
 		strconv.FormatInt(e.Amount, 10), e.Status, e.ReasonCode, e.CaseID}
@@ -248,6 +235,9 @@ func Write(path string, r Report) (Stats, error) {
 	st := Stats{Path: path}
 	if _, err := clock.ParseBusinessDate(r.BusinessDate); err != nil {
 		return st, fmt.Errorf("workbook: business date %q: %w", r.BusinessDate, err)
+	}
+	if err := r.Seal.check(); err != nil {
+		return st, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return st, fmt.Errorf("workbook: %w", err)
@@ -456,7 +446,7 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 	if err := freeze(sw, 2); err != nil {
 		return err
 	}
-	widths := []float64{24, 9, 6, 10, 20, 24, 16, 14, 11, 20, 26, 17, 17, 13, 40, 34}
+	widths := []float64{24, 9, 6, 10, 20, 24, 16, 14, 11, 20, 26, 17, 17, 13, 40, 66}
 	for i, w := range widths {
 		if err := sw.SetColWidth(i+1, i+1, w); err != nil {
 			return err
@@ -467,7 +457,8 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 	}
 	st.Rows++
 	// The control sheet is streamed alongside: a second stream writer on
-	// another sheet is allowed (each sheet is its own temp buffer).
+	// another sheet is allowed (each sheet is its own temp buffer). It
+	// names the business date and the workbook id the rows' MACs are bound to.
 	cw, err := f.NewStreamWriter(SheetControl)
 	if err != nil {
 		return err
@@ -478,7 +469,10 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 	if err := cw.SetRow("A2", []any{"generated_at", clock.Stamp(r.GeneratedAt)}); err != nil {
 		return err
 	}
-	if err := cw.SetRow("A3", []any{"row_key", "digest"}); err != nil {
+	if err := cw.SetRow("A3", []any{"workbook_id", r.Seal.WorkbookID}); err != nil {
+		return err
+	}
+	if err := cw.SetRow("A4", []any{"format", sealFormat}); err != nil {
 		return err
 	}
 	row := 2
@@ -488,7 +482,7 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 				return err
 			}
 			id := e.identity()
-			digest := RowDigest(r.BusinessDate, id)
+			mac := rowMAC(r.Seal.Key, r.Seal.WorkbookID, r.BusinessDate, id)
 			var outboxID any = ""
 			if e.Kind == KindPosting {
 				outboxID = e.OutboxID
@@ -496,10 +490,7 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 			if err := sw.SetRow(cellName(1, row), []any{id[0], e.Kind, e.BankID, outboxID, e.Ref, e.TxID, e.Account,
 				excelize.Cell{StyleID: s.yen, Value: e.Amount}, e.Status, e.ReasonCode, e.CaseID,
 				excelize.Cell{StyleID: s.date, Value: jstCell(e.SLA)}, excelize.Cell{StyleID: s.date, Value: jstCell(e.Since)},
-				"", "", digest}); err != nil {
-				return err
-			}
-			if err := cw.SetRow(cellName(1, row+2), []any{id[0], digest}); err != nil {
+				"", "", mac}); err != nil {
 				return err
 			}
 			row++

@@ -3,7 +3,10 @@ package workbook
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"iter"
 	"os"
@@ -54,7 +57,20 @@ func sampleReport() Report {
 		}),
 		DNS: []DNSPosition{{BankID: "001", Cycles: 1, GrossSend: 10000, GrossReceive: 5000, Net: -5000, Settled: true},
 			{BankID: "002", Cycles: 1, GrossSend: 5000, GrossReceive: 10000, Net: 5000, Settled: true}},
+		Seal: testSeal,
 	}
+}
+
+// The node's workbook key and the id it issued in these tests.
+var (
+	testKey  = bytes.Repeat([]byte{0x5a}, KeySize)
+	testSeal = Seal{WorkbookID: "WB-0123456789abcdef0123456789abcdef", Key: testKey}
+)
+
+// expect is what the node checks a reviewed sampleReport against: the
+// workbook it issued for 2026-12-01 (3 exception rows, 15 rows in all).
+func expect(date string) Expect {
+	return Expect{BusinessDate: date, Key: testKey, Issued: []Issued{{WorkbookID: testSeal.WorkbookID, ExceptionRows: 3, Rows: 15}}}
 }
 
 func TestWorkbookContentReadBack(t *testing.T) {
@@ -211,15 +227,19 @@ func review(t *testing.T, path string, edit func(f *excelize.File)) string {
 
 func TestReadDecisions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName("2026-12-01"))
-	if _, err := Write(path, sampleReport()); err != nil {
+	st, err := Write(path, sampleReport())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if st.Rows != 15 || st.Exceptions != 3 {
+		t.Fatalf("stats %+v: expect() is out of date", st)
 	}
 	reviewed := review(t, path, func(f *excelize.File) {
 		_ = f.SetCellValue(SheetExceptions, "N2", "RETRY")
 		_ = f.SetCellValue(SheetExceptions, "O2", "funds arrived")
 		_ = f.SetCellValue(SheetExceptions, "N4", "ESCALATE")
 	})
-	got, err := ReadDecisions(reviewed, "2026-12-01")
+	got, err := ReadDecisions(reviewed, expect("2026-12-01"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,45 +248,130 @@ func TestReadDecisions(t *testing.T) {
 			Status: "BLOCKED", Resolution: Retry, Comment: "funds arrived"},
 		{Row: 4, Key: "CASE:CASE-9", Kind: KindCase, BankID: "001", CaseID: "CASE-9", Status: "OPEN", Resolution: Escalate},
 	}
-	if got.Rows != 3 || !slices.Equal(got.Decisions, want) {
+	if got.Rows != 3 || got.WorkbookID != testSeal.WorkbookID || !slices.Equal(got.Decisions, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 
+	// Workbooks of the same date written under another workbook id and
+	// under another node's key: genuine, but not issued by this node.
+	otherID := sampleReport()
+	otherID.Seal.WorkbookID = "WB-ffffffffffffffffffffffffffffffff"
+	otherIDPath := filepath.Join(t.TempDir(), FileName("2026-12-01"))
+	if _, err := Write(otherIDPath, otherID); err != nil {
+		t.Fatal(err)
+	}
+	otherKey := sampleReport()
+	otherKey.Seal.Key = bytes.Repeat([]byte{0xa5}, KeySize)
+	otherKeyPath := filepath.Join(t.TempDir(), FileName("2026-12-01"))
+	if _, err := Write(otherKeyPath, otherKey); err != nil {
+		t.Fatal(err)
+	}
+	otherRows, err := excelize.OpenFile(otherIDPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherRows.Close()
+	foreign, _ := otherRows.GetRows(SheetExceptions, excelize.Options{RawCellValue: true})
+
+	copyRow := func(f *excelize.File, from []string, to string, edit func(r []any)) {
+		r := make([]any, len(from))
+		for i, v := range from {
+			r[i] = v
+		}
+		if edit != nil {
+			edit(r)
+		}
+		_ = f.SetSheetRow(SheetExceptions, to, &r)
+	}
 	cases := []struct {
 		name string
+		path string
 		date string
 		edit func(f *excelize.File)
 		msg  string
 	}{
-		{"wrong business date", "2026-12-02", func(f *excelize.File) {}, "not 2026-12-02"},
-		{"amount changed", "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "H2", 250000) }, "row 2"},
-		{"outbox id changed", "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "D3", 17) }, "row 3"},
-		{"digest changed too", "2026-12-01", func(f *excelize.File) {
-			_ = f.SetCellValue(SheetExceptions, "I2", "PENDING")
-			_ = f.SetCellValue(SheetExceptions, "P2", RowDigest("2026-12-01", []string{"POSTING:001:17", "POSTING", "001", "17", "REF17", "TX17", "001-1-0000002", "25000", "PENDING", "INSUFFICIENT_FUNDS", "CASE-1"}))
+		{"wrong business date", path, "2026-12-02", func(f *excelize.File) {}, "not 2026-12-02"},
+		{"amount changed", path, "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "H2", 250000) }, "row 2"},
+		{"outbox id changed", path, "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "D3", 17) }, "row 3"},
+		{"amount changed and the old digest recipe recomputed", path, "2026-12-01", func(f *excelize.File) {
+			cells := []string{"POSTING:001:17", "POSTING", "001", "17", "REF17", "TX17", "001-1-0000002", "2500000", "BLOCKED", "INSUFFICIENT_FUNDS", "CASE-1"}
+			_ = f.SetCellValue(SheetExceptions, "H2", 2500000)
+			_ = f.SetCellValue(SheetExceptions, "N2", "RETRY")
+			_ = f.SetCellValue(SheetExceptions, "P2", oldRecipeDigest("2026-12-01", cells))
 		}, "row 2"},
-		{"row added", "2026-12-01", func(f *excelize.File) {
-			_ = f.SetSheetRow(SheetExceptions, "A5", &[]any{"POSTING:001:99", "POSTING", "001", 99})
+		{"row added with the old digest recipe", path, "2026-12-01", func(f *excelize.File) {
+			cells := []string{"POSTING:001:99", "POSTING", "001", "99", "REF99", "TX99", "001-1-0000009", "990000", "BLOCKED", "INSUFFICIENT_FUNDS", ""}
+			_ = f.SetSheetRow(SheetExceptions, "A5", &[]any{cells[0], cells[1], cells[2], 99, cells[4], cells[5], cells[6], 990000,
+				cells[8], cells[9], "", "", "", "RETRY", "", oldRecipeDigest("2026-12-01", cells)})
 		}, "row 5"},
-		{"row duplicated", "2026-12-01", func(f *excelize.File) {
+		{"row added with another row's MAC", path, "2026-12-01", func(f *excelize.File) {
 			rows, _ := f.GetRows(SheetExceptions, excelize.Options{RawCellValue: true})
-			r := make([]any, len(rows[1]))
-			for i, v := range rows[1] {
-				r[i] = v
-			}
-			_ = f.SetSheetRow(SheetExceptions, "A5", &r)
+			copyRow(f, rows[1], "A5", func(r []any) { r[0], r[3], r[13] = "POSTING:001:99", "99", "RETRY" })
+		}, "row 5"},
+		{"row duplicated", path, "2026-12-01", func(f *excelize.File) {
+			rows, _ := f.GetRows(SheetExceptions, excelize.Options{RawCellValue: true})
+			copyRow(f, rows[1], "A5", nil)
 		}, "same row"},
-		{"bad resolution", "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "N3", "IGNORE") }, "IGNORE"},
-		{"control sheet deleted", "2026-12-01", func(f *excelize.File) { _ = f.DeleteSheet(SheetControl) }, "control sheet"},
+		{"row from another workbook of the date", path, "2026-12-01", func(f *excelize.File) {
+			copyRow(f, foreign[1], "A2", func(r []any) { r[13] = "WRITE_OFF" })
+		}, "row 2"},
+		{"workbook id not issued by the node", otherIDPath, "2026-12-01", func(f *excelize.File) {}, "not a workbook this node issued"},
+		{"workbook id swapped to the issued one", otherIDPath, "2026-12-01", func(f *excelize.File) {
+			_ = f.SetCellValue(SheetControl, "B3", testSeal.WorkbookID)
+		}, "row 2"},
+		{"another node's key", otherKeyPath, "2026-12-01", func(f *excelize.File) {}, "row 2"},
+		{"bad resolution", path, "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "N3", "IGNORE") }, "IGNORE"},
+		{"control sheet deleted", path, "2026-12-01", func(f *excelize.File) { _ = f.DeleteSheet(SheetControl) }, "control sheet"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := review(t, path, c.edit)
-			_, err := ReadDecisions(p, c.date)
+			p := review(t, c.path, c.edit)
+			got, err := ReadDecisions(p, expect(c.date))
 			if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), c.msg) {
-				t.Fatalf("err = %v, want rejection mentioning %q", err, c.msg)
+				t.Fatalf("err = %v (decisions %+v), want rejection mentioning %q", err, got.Decisions, c.msg)
 			}
 		})
+	}
+}
+
+// oldRecipeDigest is the unkeyed row digest zcgw used before workbook MACs
+// (its recipe was public): a reviewer could recompute it after an edit.
+func oldRecipeDigest(businessDate string, cells []string) string {
+	h := sha256.New()
+	h.Write([]byte("zcgw-recon-v1\x1f" + businessDate))
+	for _, c := range cells {
+		h.Write([]byte{0x1f})
+		h.Write([]byte(c))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// The unzip bound is derived from the rows the node issued: a reviewed
+// copy bloated past it (here by 9 MiB of text on a 15-row workbook) is
+// refused before it is read, and the same file passes the size check when
+// the node had issued enough rows for it.
+func TestReadDecisionsBoundFromIssuedRows(t *testing.T) {
+	if got, want := UnzipBound([]Issued{{Rows: 15}, {Rows: 1000}}), int64(UnzipOverhead+1000*UnzipPerRow); got != want {
+		t.Fatalf("UnzipBound = %d, want %d", got, want)
+	}
+	path := filepath.Join(t.TempDir(), FileName("2026-12-01"))
+	if _, err := Write(path, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	bloated := review(t, path, func(f *excelize.File) {
+		_ = f.SetCellValue(SheetExceptions, "O2", strings.Repeat("x", 30000))
+		for r := 0; r < 300; r++ { // ~9 MiB of distinct text on the Drift sheet
+			_ = f.SetCellValue(SheetDrift, cellName(12, 10+r), fmt.Sprintf("%05d", r)+strings.Repeat("y", 32000))
+		}
+	})
+	_, err := ReadDecisions(bloated, expect("2026-12-01"))
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "more than a reviewed copy") {
+		t.Fatalf("err = %v, want the size refusal", err)
+	}
+	e := expect("2026-12-01")
+	e.Issued[0].Rows = 10000
+	if _, err := ReadDecisions(bloated, e); err != nil {
+		t.Fatalf("with 10000 issued rows the same file is refused: %v", err)
 	}
 }
 
@@ -317,7 +422,7 @@ func TestReadDecisionsRefusesHugeDeclaredSize(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err = ReadDecisions(path, "")
+	_, err = ReadDecisions(path, expect("2026-12-01"))
 	runtime.ReadMemStats(&after)
 	if !domainerr.Has(err, "INVALID_REQUEST") {
 		t.Fatalf("err = %v, want INVALID_REQUEST", err)

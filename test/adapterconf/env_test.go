@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -38,6 +39,7 @@ type options struct {
 	timeout  time.Duration // corelink request/reply bound
 	onDisk   bool          // databases on disk instead of tmpfs (benchmarks)
 	rabbit   bool          // RabbitMQ at 127.0.0.1:5672 instead of the embedded transport
+	log      *slog.Logger  // the adapter's, outbox's, corelink's and core's logger (nil: none)
 }
 
 // defaultOptions: a generous reply timeout, so a loaded machine does not
@@ -127,13 +129,13 @@ func newBank(t testing.TB, o options, bank string, peer *env) *env {
 		e.rq, e.reply, e.bq = e.rq+x, e.reply+x, e.bq+x
 		t.Cleanup(e.deleteQueues)
 	}
-	if e.core, err = coresim.Open(ctx, coresim.Config{Bank: e.bank, DBPath: filepath.Join(e.dir, "core-"+bank+".db"), Clock: e.clk}); err != nil {
+	if e.core, err = coresim.Open(ctx, coresim.Config{Bank: e.bank, DBPath: filepath.Join(e.dir, "core-"+bank+".db"), Clock: e.clk, Logger: o.log}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.core.Close() })
 	e.startCore()
 	if e.link, err = corelink.Open(ctx, corelink.Config{Bank: e.bank, Transport: e.tr, Timeout: o.timeout, Clock: e.clk,
-		Online: e.core.Online, RequestQueue: e.rq, ReplyQueue: e.reply, BackoutQueue: e.bq}); err != nil {
+		Online: e.core.Online, RequestQueue: e.rq, ReplyQueue: e.reply, BackoutQueue: e.bq, Logger: o.log}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.link.Close() })
@@ -142,7 +144,7 @@ func newBank(t testing.TB, o options, bank string, peer *env) *env {
 		Core: e.link, Inquiry: adapter.CoreLinkInquiry{Link: e.link},
 		Cases:    adapter.CoordinatorCases{DB: e.zc, Cases: cases.New(e.clk, nil, 0)},
 		RealTime: o.realTime, BatchWindows: []adapter.Window{batchWindow},
-		InquiryTimeout: o.timeout, Clock: e.clk,
+		InquiryTimeout: o.timeout, Clock: e.clk, Logger: o.log,
 	})
 	if err != nil {
 		t.Fatal(err)
