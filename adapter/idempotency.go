@@ -38,9 +38,7 @@ func (a *Adapter) claim(ctx context.Context, tx *store.Tx, command, requestID st
 		return res, err
 	}
 	if res.Outcome == idem.InFlight {
-		return res, domainerr.New("LEGACY_ADAPTER_REQUEST_IN_FLIGHT",
-			"the same request_id is being processed by another call; retry later",
-			map[string]any{"request_id": requestID, "command": command})
+		return res, inFlight(requestID, command)
 	}
 	return res, nil
 }

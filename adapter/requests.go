@@ -61,26 +61,22 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 	token := newID("CLM-")
 	replay := false
 	err = a.db.Write(ctx, func(tx *store.Tx) error {
-		res, err := a.keys.Acquire(ctx, tx, key, body)
-		if err != nil {
-			if de, ok := domainerr.As(err); ok && de.Details != nil {
-				de.Details["request_id"], de.Details["command"] = requestID, command
-			}
-			return err
-		}
-		switch res.Outcome {
-		case idem.Replay:
-			replay = true
-			return json.Unmarshal(res.Response, &out)
-		case idem.InFlight:
-			ok, err := a.takeOverTx(ctx, tx, key, command, raw, token)
-			if err != nil {
-				return err
+		res, err := a.claim(ctx, tx, command, requestID, body)
+		switch {
+		case res.Outcome == idem.InFlight: // err is IN_FLIGHT unless the owner is dead
+			ok, terr := a.takeOverTx(ctx, tx, key, command, raw, token)
+			if terr != nil {
+				return terr
 			}
 			if !ok {
-				return inFlight(requestID, command)
+				return err
 			}
 			return nil
+		case err != nil:
+			return err
+		case res.Outcome == idem.Replay:
+			replay = true
+			return json.Unmarshal(res.Response, &out)
 		}
 		return a.insertClaimTx(ctx, tx, key, command, raw, token)
 	})

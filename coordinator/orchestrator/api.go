@@ -143,7 +143,7 @@ type Orchestrator struct {
 
 // ErrLeaseTooLong is New's refusal of a Config.Lease that is not shorter
 // than every timeout acting on the same work item (docs/orchestrator.md,
-// "Leases and timeouts").
+// "Owners, restart and leases").
 var ErrLeaseTooLong = errors.New("orchestrator: the work item lease must be shorter than the timeouts it races")
 
 // New returns an Orchestrator.
