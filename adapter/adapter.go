@@ -12,6 +12,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -75,8 +76,20 @@ type Config struct {
 	CustodyAccount string
 	// InquiryTimeout bounds name inquiries made by name-check (default 2s).
 	InquiryTimeout time.Duration
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	// Identity is the process serving this adapter (coordinator/procid);
+	// it owns the adapter's in-progress request records. A node passes its
+	// own, so a restart takes back what its earlier start left in
+	// progress. Zero: an ephemeral identity (its records wait for their
+	// lease).
+	Identity procid.Identity
+	// RequestLease is how long an in-progress request record (name-check
+	// asking the core) stays with its owner before another process or a
+	// retry takes it over. It must be longer than InquiryTimeout and
+	// shorter than idem.OrphanAge (ErrRequestLease). Default
+	// DefaultRequestLease (10s).
+	RequestLease time.Duration
+	Clock        clock.Clock
+	Logger       *slog.Logger
 }
 
 // Adapter is one bank's ingress in front of its legacy core. It is safe for
@@ -93,6 +106,9 @@ type Adapter struct {
 	custody  string
 	keys     *idem.Keys
 	inqWait  time.Duration
+	id       procid.Identity
+	owner    string // id.Owner of this adapter's request claims
+	lease    time.Duration
 	clk      clock.Clock
 	log      *slog.Logger
 }
@@ -136,6 +152,17 @@ func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a.keys = idem.New(a.clk, a.log)
 	if a.inqWait <= 0 {
 		a.inqWait = 2 * time.Second
+	}
+	a.id, a.lease = cfg.Identity, cfg.RequestLease
+	if a.id.Node == "" {
+		a.id = procid.Ephemeral("adapter", a.clk)
+	}
+	a.owner = a.id.Owner("adapter-" + cfg.BankID)
+	if a.lease <= 0 {
+		a.lease = DefaultRequestLease
+	}
+	if a.lease <= a.inqWait || a.lease >= idem.OrphanAge {
+		return nil, fmt.Errorf("%w: RequestLease %s, InquiryTimeout %s, idem.OrphanAge %s", ErrRequestLease, a.lease, a.inqWait, idem.OrphanAge)
 	}
 	ob, err := outbox.New(outbox.Config{DB: db, Core: cfg.Core, Cases: cfg.Cases, Clock: a.clk, Logger: cfg.Logger,
 		Actor: "BANK_" + cfg.BankID})

@@ -461,68 +461,74 @@ func (a *Adapter) NameCheck(ctx context.Context, req bankapi.NameCheckRequest) (
 	if err := a.validate(&req); err != nil {
 		return bankapi.NameCheckResponse{}, err
 	}
+	return twoPhase(ctx, a, string(bankapi.NameCheck), req.RequestIDValue, req, func(ctx context.Context) (bankapi.NameCheckResponse, bool, error) {
+		return a.askNameCheck(ctx, req)
+	})
+}
+
+// askNameCheck answers a name-check: final is false for DEFERRED (not
+// cached). It only reads (the adapter's directory and shadow, a name
+// inquiry at the core), so asking again is always safe (RecoverRequests).
+func (a *Adapter) askNameCheck(ctx context.Context, req bankapi.NameCheckRequest) (bankapi.NameCheckResponse, bool, error) {
 	var s Shadow
-	var lookupErr error
 	deferred := bankapi.NameCheckResponse{Result: bankapi.ResultDeferred}
 	notFound := bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}
-	return twoPhase(ctx, a, string(bankapi.NameCheck), req.RequestIDValue, req, func(ctx context.Context) (bankapi.NameCheckResponse, bool, error) {
-		resolved := ""
-		lookupErr = a.db.Read(ctx, func(tx *store.Tx) error {
-			if err := a.requireBank(ctx, tx); err != nil {
+	resolved := ""
+	lookupErr := a.db.Read(ctx, func(tx *store.Tx) error {
+		if err := a.requireBank(ctx, tx); err != nil {
+			return err
+		}
+		hash := req.AccountHash
+		if hash == "" {
+			var err error
+			if resolved, err = resolveAlias(ctx, tx, req.PSPRRef); err != nil || resolved == "" {
 				return err
 			}
-			hash := req.AccountHash
-			if hash == "" {
-				var err error
-				if resolved, err = resolveAlias(ctx, tx, req.PSPRRef); err != nil || resolved == "" {
-					return err
-				}
-				hash = resolved
-			}
-			var err error
-			s, err = readShadow(ctx, tx, hash)
-			return err
-		})
-		if lookupErr == nil && req.AccountHash == "" && resolved == "" {
-			a.log.InfoContext(ctx, "adapter.alias_unknown", "txid", req.TxID, "pspr_ref", req.PSPRRef)
-			return notFound, true, nil
+			hash = resolved
 		}
-		if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") {
-			return notFound, true, nil
-		}
-		if lookupErr != nil {
-			return bankapi.NameCheckResponse{}, false, lookupErr
-		}
-		if resolved != "" {
-			// Resolving a reference needs only this bank's directory, not the
-			// core: answered at once, also outside the core's online hours.
-			if s.Status != AccountActive {
-				return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountFrozen}, true, nil
-			}
-			a.log.InfoContext(ctx, "adapter.alias_resolved", "txid", req.TxID, "pspr_ref", req.PSPRRef, "account_hash", resolved)
-			return bankapi.NameCheckResponse{Result: bankapi.ResultMatch, ResolvedAccountHash: resolved}, true, nil
-		}
-		if !a.realTime || a.inBatchWindow() || a.inq == nil {
-			a.log.InfoContext(ctx, "adapter.name_check_deferred", "txid", req.TxID, "real_time", a.realTime,
-				"batch_window", a.inBatchWindow())
-			return deferred, false, nil
-		}
-		ictx, cancel := context.WithTimeout(ctx, a.inqWait)
-		defer cancel()
-		res, err := a.inq.NameCheck(ictx, s.CoreAccount, s.HolderName)
-		if err != nil {
-			a.log.WarnContext(ctx, "adapter.name_check_deferred", "txid", req.TxID, "error", err)
-			return deferred, false, nil
-		}
-		switch res {
-		case NameMatch:
-		case NameNoAccount:
-			return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}, true, nil
-		default:
-			return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonNameMismatch}, true, nil
-		}
-		return bankapi.NameCheckResponse{Result: bankapi.ResultMatch}, true, nil
+		var err error
+		s, err = readShadow(ctx, tx, hash)
+		return err
 	})
+	if lookupErr == nil && req.AccountHash == "" && resolved == "" {
+		a.log.InfoContext(ctx, "adapter.alias_unknown", "txid", req.TxID, "pspr_ref", req.PSPRRef)
+		return notFound, true, nil
+	}
+	if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") {
+		return notFound, true, nil
+	}
+	if lookupErr != nil {
+		return bankapi.NameCheckResponse{}, false, lookupErr
+	}
+	if resolved != "" {
+		// Resolving a reference needs only this bank's directory, not the
+		// core: answered at once, also outside the core's online hours.
+		if s.Status != AccountActive {
+			return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountFrozen}, true, nil
+		}
+		a.log.InfoContext(ctx, "adapter.alias_resolved", "txid", req.TxID, "pspr_ref", req.PSPRRef, "account_hash", resolved)
+		return bankapi.NameCheckResponse{Result: bankapi.ResultMatch, ResolvedAccountHash: resolved}, true, nil
+	}
+	if !a.realTime || a.inBatchWindow() || a.inq == nil {
+		a.log.InfoContext(ctx, "adapter.name_check_deferred", "txid", req.TxID, "real_time", a.realTime,
+			"batch_window", a.inBatchWindow())
+		return deferred, false, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, a.inqWait)
+	defer cancel()
+	res, err := a.inq.NameCheck(ictx, s.CoreAccount, s.HolderName)
+	if err != nil {
+		a.log.WarnContext(ctx, "adapter.name_check_deferred", "txid", req.TxID, "error", err)
+		return deferred, false, nil
+	}
+	switch res {
+	case NameMatch:
+	case NameNoAccount:
+		return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonAccountNotFound}, true, nil
+	default:
+		return bankapi.NameCheckResponse{Result: bankapi.ResultMismatch, ReasonCode: bankapi.ReasonNameMismatch}, true, nil
+	}
+	return bankapi.NameCheckResponse{Result: bankapi.ResultMatch}, true, nil
 }
 
 // AccountVerify answers whether the account exists and how well the given

@@ -3,7 +3,6 @@ package adapter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -39,9 +38,7 @@ func (a *Adapter) claim(ctx context.Context, tx *store.Tx, command, requestID st
 		return res, err
 	}
 	if res.Outcome == idem.InFlight {
-		return res, domainerr.New("LEGACY_ADAPTER_REQUEST_IN_FLIGHT",
-			"the same request_id is being processed by another call; retry later",
-			map[string]any{"request_id": requestID, "command": command})
+		return res, inFlight(requestID, command)
 	}
 	return res, nil
 }
@@ -91,62 +88,23 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 	return out, nil
 }
 
-// twoPhase is once for commands that must talk to the core: the claim is
-// committed first (a duplicate meanwhile gets IN_FLIGHT), then ask runs
-// outside any transaction, then the answer is cached (final == true) or the
-// claim is abandoned so a later retry asks again.
-func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string, req any,
-	ask func(ctx context.Context) (r R, final bool, err error)) (R, error) {
-	var out R
-	body, err := requestBody(command, req)
-	if err != nil {
-		return out, err
-	}
-	key := a.requestKey(requestID)
-	replay := false
-	err = a.db.Write(ctx, func(tx *store.Tx) error {
-		res, err := a.claim(ctx, tx, command, requestID, body)
-		if err != nil {
-			return err
-		}
-		if res.Outcome == idem.Replay {
-			replay = true
-			return json.Unmarshal(res.Response, &out)
-		}
-		return nil
-	})
-	if err != nil || replay {
-		return out, err
-	}
-	r, final, askErr := ask(ctx)
-	// The claim must be finished even if the caller's context has ended.
-	fctx := context.WithoutCancel(ctx)
-	err = a.db.Write(fctx, func(tx *store.Tx) error {
-		if askErr == nil && final {
-			resp, err := json.Marshal(r)
-			if err != nil {
-				return fmt.Errorf("adapter: encode %s response: %w", command, err)
-			}
-			return a.keys.Complete(fctx, tx, key, resp)
-		}
-		_, err := a.keys.Abandon(fctx, tx, key)
-		return err
-	})
-	if askErr != nil {
-		return out, errors.Join(askErr, err)
-	}
-	return r, err
-}
-
 // SweepRequests removes abandoned IN_FLIGHT claims (a caller that crashed
-// mid-command, after idem.OrphanAge) and expired cached responses (after
-// idem.DoneTTL; execute-debit/credit stay idempotent per txid beyond it).
+// mid-command, after idem.OrphanAge; RecoverRequests normally completes
+// them long before), expired cached responses (after idem.DoneTTL;
+// execute-debit/credit stay idempotent per txid beyond it), and the owner
+// rows of claims whose record is gone. RunRecovery calls it.
 func (a *Adapter) SweepRequests(ctx context.Context) (idem.Swept, error) {
 	var s idem.Swept
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		s, err = a.keys.Sweep(ctx, tx)
-		return err
+		if s, err = a.keys.Sweep(ctx, tx); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM AdapterRequestClaims WHERE key NOT IN (SELECT key FROM IdempotencyKeys)`)
+		if err != nil {
+			return fmt.Errorf("adapter: sweep request claims: %w", err)
+		}
+		return nil
 	})
 	return s, err
 }

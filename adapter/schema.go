@@ -32,6 +32,23 @@ CREATE TABLE IF NOT EXISTS IdempotencyKeys (
   request_hash  TEXT                                -- sha256hex(body); NULL = no body comparison
 );
 
+-- The owner of an in-progress (PROCESSING) request record of a command
+-- that asks the core between its claim and its answer (name-check): the
+-- process that claimed it (procid owner string), a token for this claim,
+-- when its lease expires, and the request body so that a recovery can ask
+-- again. A record whose owner is dead (lease expired, or an earlier start
+-- of this node) is taken over and completed (RecoverRequests).
+CREATE TABLE IF NOT EXISTS AdapterRequestClaims (
+  key        TEXT PRIMARY KEY,  -- IdempotencyKeys.key
+  command    TEXT NOT NULL,
+  body       TEXT NOT NULL,     -- the request JSON
+  owner      TEXT NOT NULL,     -- <node>/<epoch>/<worker>
+  token      TEXT NOT NULL,     -- this claim (a takeover writes a new one)
+  expires_at TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_request_claims_expiry ON AdapterRequestClaims(expires_at);
+
 CREATE TABLE IF NOT EXISTS AdapterAccounts (
   account_hash    TEXT PRIMARY KEY,
   core_account    TEXT NOT NULL UNIQUE,

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -90,10 +91,17 @@ type Config struct {
 	FinalityLog *finality.Log
 	Timeouts    Timeouts
 	Backoff     Backoff
-	// WorkerID names this worker in claimed queue rows (default "worker-1").
+	// WorkerID names this worker in claimed queue rows (default
+	// "worker-1"). A node passes an owner string (procid.Identity.Owner):
+	// Run then takes back at once the items an earlier start of the same
+	// node id left claimed (TakeBackEarlierClaims).
 	WorkerID string
 	// Lease is how long a claimed work item stays claimed before another
-	// worker may take it over (default 2m).
+	// worker may take it over. It must be shorter than every timeout that
+	// acts on a claimed item (Timeouts.Exec, PayeeProof, Suspended), so a
+	// dead worker's item is taken over before the sweep acts on it; New
+	// refuses a longer one (ErrLeaseTooLong). Default: 30s, or half the
+	// shortest of those timeouts when that is less.
 	Lease time.Duration
 	// BatchSize is how many due items RunOnce claims per claim commit
 	// (default 32).
@@ -133,6 +141,11 @@ type Orchestrator struct {
 	cfg   Config
 }
 
+// ErrLeaseTooLong is New's refusal of a Config.Lease that is not shorter
+// than every timeout acting on the same work item (docs/orchestrator.md,
+// "Owners, restart and leases").
+var ErrLeaseTooLong = errors.New("orchestrator: the work item lease must be shorter than the timeouts it races")
+
 // New returns an Orchestrator.
 func New(cfg Config) (*Orchestrator, error) {
 	if cfg.DB == nil {
@@ -168,8 +181,13 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = "worker-1"
 	}
+	shortest := min(cfg.Timeouts.Exec, cfg.Timeouts.PayeeProof, cfg.Timeouts.Suspended)
 	if cfg.Lease <= 0 {
-		cfg.Lease = 2 * time.Minute
+		cfg.Lease = min(30*time.Second, shortest/2)
+	}
+	if cfg.Lease >= shortest {
+		return nil, fmt.Errorf("%w: Config.Lease %s, Timeouts.Exec %s, PayeeProof %s, Suspended %s",
+			ErrLeaseTooLong, cfg.Lease, cfg.Timeouts.Exec, cfg.Timeouts.PayeeProof, cfg.Timeouts.Suspended)
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 32
@@ -360,10 +378,15 @@ func (o *Orchestrator) RunOnce(ctx context.Context) (int, error) {
 }
 
 // Run works the queue until ctx is done, sleeping idle between empty
-// rounds (default 50ms when idle <= 0). It returns ctx's error.
+// rounds (default 50ms when idle <= 0). It first takes back the items an
+// earlier start of this node left claimed (TakeBackEarlierClaims). It
+// returns ctx's error.
 func (o *Orchestrator) Run(ctx context.Context, idle time.Duration) error {
 	if idle <= 0 {
 		idle = 50 * time.Millisecond
+	}
+	if _, err := o.TakeBackEarlierClaims(ctx); err != nil && ctx.Err() == nil {
+		o.log.ErrorContext(ctx, "orchestrator.take_back_failed", "error", err.Error())
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()

@@ -79,7 +79,7 @@ func (o *Orchestrator) step(ctx context.Context, r txRow) (done bool, err error)
 	case lane.PrecheckedSuspended:
 		return o.resumePrechecked(ctx, r)
 	case lane.HReserved:
-		return false, o.transition(ctx, o.decision(r.TxID, lane.HReserved))
+		return false, o.commit(ctx, func(tx *store.Tx) error { return o.decideInTx(ctx, tx, r, lane.HReserved, r.BankRes) })
 	case lane.DecidedToSettle:
 		return false, o.executeDebit(ctx, r)
 	case lane.PayerExecConfirmed:
@@ -216,7 +216,7 @@ func (o *Orchestrator) precheck(ctx context.Context, r txRow) (bool, error) {
 func (o *Orchestrator) runChecks(ctx context.Context, r txRow) (c checks, wait string, err error) {
 	if (r.Lane == LaneStandard || r.Lane == LaneHighValue) && r.Authority != "OK" {
 		var resp bankapi.CheckResponse
-		if err := o.banks.Call(ctx, r.PayerBank, &bankapi.AuthorityCheckRequest{RequestIDValue: requestID(r.TxID, bankapi.AuthorityCheck),
+		if err := o.send(ctx, r.PayerBank, r.TxID, &bankapi.AuthorityCheckRequest{RequestIDValue: requestID(r.TxID, bankapi.AuthorityCheck),
 			TxID: r.TxID, CheckType: bankapi.CheckInitial}, &resp); err != nil {
 			return c, ReasonSuspendAuthorityPending, err
 		}
@@ -229,7 +229,7 @@ func (o *Orchestrator) runChecks(ctx context.Context, r txRow) (c checks, wait s
 	resolve := r.Lane == LaneExpress && r.PayeeAcct == ""
 	if (r.Lane == LaneStandard && r.Name != bankapi.ResultMatch) || resolve {
 		var resp bankapi.NameCheckResponse
-		if err := o.banks.Call(ctx, r.PayeeBank, &bankapi.NameCheckRequest{RequestIDValue: requestID(r.TxID, bankapi.NameCheck),
+		if err := o.send(ctx, r.PayeeBank, r.TxID, &bankapi.NameCheckRequest{RequestIDValue: requestID(r.TxID, bankapi.NameCheck),
 			TxID: r.TxID, PSPRRef: r.PSPRRef, AccountHash: r.PayeeAcct}, &resp); err != nil {
 			return c, ReasonSuspendNameCheckPending, err
 		}
@@ -330,11 +330,11 @@ func (o *Orchestrator) toDecision(ctx context.Context, r txRow, prefix []lane.Tr
 			if bal < r.Amount {
 				return o.cancelInTx(ctx, tx, r.TxID, at, ReasonBOJInsufficientFunds, map[string]any{"boj_balance": bal})
 			}
-			return o.applyInTx(ctx, tx, o.decision(r.TxID, at))
+			return o.decideInTx(ctx, tx, r, at, "")
 		})
 	}
 	var resp bankapi.ReserveFundsResponse
-	if err := o.banks.Call(ctx, r.PayerBank, &bankapi.ReserveFundsRequest{RequestIDValue: requestID(r.TxID, bankapi.ReserveFunds),
+	if err := o.send(ctx, r.PayerBank, r.TxID, &bankapi.ReserveFundsRequest{RequestIDValue: requestID(r.TxID, bankapi.ReserveFunds),
 		TxID: r.TxID, Amount: r.amount(), AccountHash: r.PayerAcct}, &resp); err != nil {
 		return false, err
 	}
@@ -376,11 +376,14 @@ func (o *Orchestrator) toDecision(ctx context.Context, r txRow, prefix []lane.Tr
 		}
 		reserved := lane.Transition{TxID: r.TxID, From: lane.Prechecked, To: lane.HReserved,
 			EventType: finality.HReserved, SetColumns: cols, Payload: payload}
-		return o.applyInTx(ctx, tx, reserved, o.decision(r.TxID, lane.HReserved))
+		if err := o.applyInTx(ctx, tx, reserved); err != nil {
+			return err
+		}
+		return o.decideInTx(ctx, tx, r, lane.HReserved, resp.ReservationRef)
 	})
 	if domainerr.Has(err, "H_LIMIT_EXCEEDED") {
 		var rel bankapi.ReleaseReserveResponse
-		if rerr := o.banks.Call(ctx, r.PayerBank, &bankapi.ReleaseReserveRequest{RequestIDValue: requestID(r.TxID, bankapi.ReleaseReserve),
+		if rerr := o.send(ctx, r.PayerBank, r.TxID, &bankapi.ReleaseReserveRequest{RequestIDValue: requestID(r.TxID, bankapi.ReleaseReserve),
 			TxID: r.TxID, ReservationRef: resp.ReservationRef}, &rel); rerr != nil {
 			return false, rerr // retried: the hold must be released before the cancel
 		}
@@ -426,16 +429,11 @@ func (o *Orchestrator) resumePrechecked(ctx context.Context, r txRow) (bool, err
 // in a row parks the transfer in SUSPENDED with SUSPEND_ADAPTER_DOWN; a bank
 // that refuses parks it with EXEC_DEBIT_FAILED (and the queue opens a Case).
 func (o *Orchestrator) executeDebit(ctx context.Context, r txRow) error {
-	req := &bankapi.ExecuteDebitRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteDebit), TxID: r.TxID,
-		Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, Lane: r.Lane,
-		ExecutionDeadline: clock.Stamp(o.deadline(r))}
-	if r.Lane == LaneHighValue || r.BankRes == "" {
-		req.PayerAccountHash = r.PayerAcct
-	} else {
-		req.HReservation = &bankapi.HReservation{ReservationID: r.BankRes, Mode: hlimit.ModeReserved}
-	}
+	// The body recorded at the decision is sent; o.deadline builds it only
+	// for a transfer decided before bodies were recorded.
+	req := executeDebitRequest(r, o.deadline(r))
 	var resp bankapi.ExecuteResponse
-	if err := o.banks.Call(ctx, r.PayerBank, req, &resp); err != nil {
+	if err := o.send(ctx, r.PayerBank, r.TxID, req, &resp); err != nil {
 		return o.execFailed(ctx, r, err, ReasonExecDebitFailed)
 	}
 	if resp.Result != bankapi.ResultOK {
@@ -458,8 +456,9 @@ func (o *Orchestrator) executeDebit(ctx context.Context, r txRow) error {
 	})
 }
 
-// deadline is the execution deadline given to a bank: pending_since plus
-// the stage's timeout.
+// deadline is the execution deadline of a transfer decided before
+// execute-debit bodies were recorded at the decision: pending_since plus
+// the stage's timeout, as such a transfer's first send computed it.
 func (o *Orchestrator) deadline(r txRow) time.Time {
 	t, err := clock.ParseStamp(r.PendingSince)
 	if err != nil {
@@ -539,7 +538,7 @@ func (o *Orchestrator) afterDebit(ctx context.Context, r txRow) (bool, error) {
 // commit, records PayeeExecConfirmed and settles.
 func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) error {
 	var resp bankapi.ExecuteResponse
-	err := o.banks.Call(ctx, r.PayeeBank, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
+	err := o.send(ctx, r.PayeeBank, r.TxID, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
 		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct, Lane: r.Lane}, &resp)
 	if err != nil {
 		return o.execFailed(ctx, r, err, ReasonExecCreditFailed)
@@ -583,6 +582,9 @@ func (o *Orchestrator) settle(ctx context.Context, r txRow, proof *bankapi.BankP
 				return err
 			}
 		}
+		if err := recordRequestInTx(ctx, tx, r.TxID, debitSettledRequest(r, now), o.clk.Now()); err != nil {
+			return err
+		}
 		return setProgress(ctx, tx, r.TxID, now, "exec_failures = 0")
 	})
 }
@@ -617,7 +619,7 @@ func (o *Orchestrator) notify(ctx context.Context, r txRow) error {
 	}
 	if !r.CreditNotified {
 		var resp bankapi.NotifyResponse
-		if err := o.banks.Call(ctx, r.PayeeBank, &bankapi.CreditNotifyRequest{RequestIDValue: requestID(r.TxID, bankapi.CreditNotify),
+		if err := o.send(ctx, r.PayeeBank, r.TxID, &bankapi.CreditNotifyRequest{RequestIDValue: requestID(r.TxID, bankapi.CreditNotify),
 			TxID: r.TxID, PayeeAccountHash: r.PayeeAcct, Amount: r.amount(), PayerBankID: r.PayerBank}, &resp); err != nil {
 			return err
 		}
@@ -625,8 +627,9 @@ func (o *Orchestrator) notify(ctx context.Context, r txRow) error {
 	var debitErr error
 	if !r.DebitDone {
 		var resp bankapi.DebitSettledResponse
-		debitErr = o.banks.Call(ctx, r.PayerBank, &bankapi.DebitSettledRequest{RequestIDValue: requestID(r.TxID, bankapi.DebitSettled),
-			TxID: r.TxID, Amount: r.amount(), PayeeBankID: r.PayeeBank, SettledAt: r.UpdatedAt}, &resp)
+		// The body recorded at the settlement; r.UpdatedAt only for a
+		// transfer settled before bodies were recorded (as it was sent then).
+		debitErr = o.send(ctx, r.PayerBank, r.TxID, debitSettledRequest(r, r.UpdatedAt), &resp)
 	}
 	now := clock.Stamp(o.clk.Now())
 	err := o.db.Write(ctx, func(tx *store.Tx) error {

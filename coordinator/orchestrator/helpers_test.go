@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,11 +30,12 @@ type fakeBanks struct {
 	onCall    func(cmd bankapi.Command) // runs before answering (outside the lock)
 	aliases   map[string]string         // pspr_ref -> account_hash the payee bank resolves
 	credited  map[string]string         // txid -> payee_account_hash of its execute-credit
+	bodies    map[string][]string       // request_id -> JSON body of every call
 }
 
 func newFakeBanks() *fakeBanks {
 	return &fakeBanks{fail: map[bankapi.Command]error{}, failOnce: map[bankapi.Command]bool{},
-		aliases: map[string]string{}, credited: map[string]string{}}
+		aliases: map[string]string{}, credited: map[string]string{}, bodies: map[string][]string{}}
 }
 
 func (f *fakeBanks) failWith(cmd bankapi.Command, err error, once bool) {
@@ -61,6 +63,9 @@ func (f *fakeBanks) Call(ctx context.Context, bankID string, req bankapi.Request
 	cmd := req.Command()
 	f.mu.Lock()
 	f.calls = append(f.calls, bankID+":"+string(cmd))
+	if raw, err := json.Marshal(req); err == nil {
+		f.bodies[req.RequestID()] = append(f.bodies[req.RequestID()], string(raw))
+	}
 	if err, ok := f.fail[cmd]; ok && err != nil {
 		if f.failOnce[cmd] {
 			delete(f.fail, cmd)

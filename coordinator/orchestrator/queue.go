@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -292,4 +293,38 @@ func (o *Orchestrator) finishClaimInTx(ctx context.Context, tx *store.Tx) error 
 	}
 	c.finished = true
 	return nil
+}
+
+// TakeBackEarlierClaims makes the work items that an earlier start of this
+// node left CLAIMED due now (READY), without waiting for their lease: the
+// node lock (coordinator/procid) guarantees that an earlier epoch of this
+// node id is dead. It needs an owner-shaped WorkerID
+// (procid.Identity.Owner); with any other WorkerID it does nothing. Items
+// claimed by another node, or by this start, wait for their lease as
+// before. It returns how many items it took back.
+func (o *Orchestrator) TakeBackEarlierClaims(ctx context.Context) (int, error) {
+	node, epoch, _, ok := procid.ParseOwner(o.cfg.WorkerID)
+	if !ok {
+		return 0, nil
+	}
+	id := procid.Identity{Node: node, Epoch: epoch}
+	var n int64
+	err := o.db.Write(ctx, func(tx *store.Tx) error {
+		stamp := clock.Stamp(o.clk.Now())
+		res, err := tx.ExecContext(ctx, `UPDATE OrchestratorQueue SET status = 'READY', rerun = 0, next_attempt_at = ?1, updated_at = ?1
+			WHERE status = 'CLAIMED' AND substr(claimed_by, 1, length(?2)) = ?2 AND substr(claimed_by, 1, length(?3)) <> ?3`,
+			stamp, id.NodePrefix(), id.Prefix())
+		if err != nil {
+			return wrapDB("take back claims", err)
+		}
+		n, err = res.RowsAffected()
+		return wrapDB("take back claims", err)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		o.log.InfoContext(ctx, "orchestrator.claims_taken_back", "items", n, "node", node, "epoch", epoch)
+	}
+	return int(n), nil
 }

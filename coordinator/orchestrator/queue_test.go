@@ -188,7 +188,7 @@ func TestClaimRace(t *testing.T) {
 // leaves it CLAIMED; after the lease another worker takes it, and the dead
 // worker's late outcome is not recorded.
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Lease = time.Minute })
+	f := newFixture(t, func(c *Config) { c.Lease = 30 * time.Second })
 	r := f.submit(pi(LaneExpress, 1000), "lease")
 	items, err := f.o.claim(f.ctx, "dead", 10)
 	if err != nil || len(items) != 1 {

@@ -522,6 +522,19 @@ CREATE TABLE IF NOT EXISTS OrchestratorTransfers (
   updated_at           TEXT    NOT NULL
 );
 
+-- OrchestratorRequests: the body of a ZC->bank command whose body holds a
+-- value derived when it is first sent (execute-debit's execution_deadline,
+-- debit-settled's settled_at), recorded in the commit that decides to send
+-- it. Every retry under the same request_id sends this body byte for byte,
+-- so the bank answers a replay, never IDEMPOTENCY_KEY_CONFLICT.
+CREATE TABLE IF NOT EXISTS OrchestratorRequests (
+  request_id TEXT PRIMARY KEY,                           -- TX:{txid}:{command}:ZC
+  txid       TEXT NOT NULL,
+  command    TEXT NOT NULL,                              -- bankapi command
+  body       TEXT NOT NULL,                              -- the JSON body as first sent
+  created_at TEXT NOT NULL
+);
+
 -- SettlementPositions: each bank's settlement balance at a venue: 'ZC'
 -- (the coordinator's net positions of the immediate lanes, settled later
 -- by DNS) and 'BOJ' (the simulated RTGS current account used by

@@ -254,7 +254,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	n.EventSigner = &events.Signer{KeyID: signer.KeyID, PrivateKey: signer.PrivateKey}
 	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
 	for i := 0; i < cfg.Workers; i++ {
-		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: fmt.Sprintf("worker-%d", i+1),
+		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
 			FinalityLog: n.FinalityLog, GroupCommit: true}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
@@ -351,6 +351,9 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		for _, b := range n.Banks {
 			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
 		}
+		for _, b := range n.Banks { // in-progress adapter requests of dead owners (issue 12)
+			n.goLoop(func() { _ = b.Adapter.RunRequestRecovery(runCtx, 0) })
+		}
 		n.goLoop(func() { sweepNonces(runCtx, nonces) })
 		for _, b := range n.Banks {
 			if b.Exchange != nil {
@@ -423,7 +426,7 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	n.closers = append(n.closers, b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: path("adapter-" + bc.BankID + ".db"),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)},
-		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	n.closers = append(n.closers, b.Adapter.Close)
