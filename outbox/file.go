@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -27,27 +28,10 @@ func FitsFile(p Posting) error {
 	if len(p.TxID) > FileMaxTxID {
 		return fmt.Errorf("txid %q longer than %d bytes", p.TxID, FileMaxTxID)
 	}
-	if _, _, _, err := SplitFileAccount(p.Account); err != nil {
+	if _, err := coreacct.Parse(p.Account); err != nil {
 		return err
 	}
 	return nil
-}
-
-// SplitFileAccount splits a core account "BBB-T-NNNNNNN" into branch code,
-// account type and account number, as the overnight file carries them.
-func SplitFileAccount(s string) (branch string, typ uint8, number string, err error) {
-	parts := strings.Split(s, "-")
-	if len(parts) != 3 || len(parts[0]) != 3 || len(parts[1]) != 1 || len(parts[2]) != 7 {
-		return "", 0, "", fmt.Errorf("account %q is not BBB-T-NNNNNNN", s)
-	}
-	for _, p := range parts {
-		for _, c := range p {
-			if c < '0' || c > '9' {
-				return "", 0, "", fmt.Errorf("account %q is not BBB-T-NNNNNNN", s)
-			}
-		}
-	}
-	return parts[0], parts[1][0] - '0', parts[2], nil
 }
 
 // fileable selects the PENDING FILE rows of a bank that may go into a file

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -13,40 +14,14 @@ import (
 	"github.com/zcgw/zcgw/outbox"
 )
 
-// Account is a core account as every coremsg body addresses it.
-type Account struct {
-	Branch string // 3 digits
-	Type   uint8  // 1 普通, 2 当座, 4 貯蓄, 9 その他
-	Number string // 7 digits
-}
-
-// String is the account key "BBB-T-NNNNNNN" used in outbox postings and
-// by the simulated core.
-func (a Account) String() string { return fmt.Sprintf("%03s-%d-%07s", a.Branch, a.Type, a.Number) }
-
-// ParseAccount parses "BBB-T-NNNNNNN".
-func ParseAccount(s string) (Account, error) {
-	parts := strings.Split(s, "-")
-	bad := func(why string) (Account, error) {
-		return Account{}, domainerr.New("INVALID_REQUEST",
-			fmt.Sprintf("corelink: account %q: %s (want BBB-T-NNNNNNN)", s, why), map[string]any{"field": "account"})
+// parseAccount parses a core account key (formats/coreacct) and refuses a
+// malformed one as INVALID_REQUEST on the field "account".
+func parseAccount(s string) (coreacct.Key, error) {
+	k, err := coreacct.Parse(s)
+	if err != nil {
+		return coreacct.Key{}, domainerr.New("INVALID_REQUEST", "corelink: "+err.Error(), map[string]any{"field": "account"})
 	}
-	if len(parts) != 3 || len(parts[0]) != 3 || len(parts[1]) != 1 || len(parts[2]) != 7 {
-		return bad("wrong shape")
-	}
-	for _, p := range parts {
-		for i := 0; i < len(p); i++ {
-			if p[i] < '0' || p[i] > '9' {
-				return bad("not digits")
-			}
-		}
-	}
-	switch parts[1] {
-	case "1", "2", "4", "9":
-	default:
-		return bad("account type is not 1, 2, 4 or 9")
-	}
-	return Account{Branch: parts[0], Type: parts[1][0] - '0', Number: parts[2]}, nil
+	return k, nil
 }
 
 func newRequestID() string {
@@ -122,7 +97,7 @@ func (l *Link) Apply(ctx context.Context, p outbox.Posting) (outbox.ApplyResult,
 	if l.cfg.Online != nil && !l.cfg.Online(l.clk.Now()) {
 		return outbox.ApplyResult{}, &outbox.NotSentError{Cause: fmt.Errorf("core %s is outside its online window", l.cfg.Bank)}
 	}
-	acct, err := ParseAccount(p.Account)
+	acct, err := parseAccount(p.Account)
 	if err != nil {
 		return outbox.ApplyResult{}, &outbox.RefusedError{ReasonCode: "INVALID_REQUEST", Message: err.Error()}
 	}
@@ -189,7 +164,7 @@ type Balance struct {
 
 // Balance asks the core for an account's balances.
 func (l *Link) Balance(ctx context.Context, account string) (Balance, error) {
-	acct, err := ParseAccount(account)
+	acct, err := parseAccount(account)
 	if err != nil {
 		return Balance{}, err
 	}
@@ -220,7 +195,7 @@ func (l *Link) Release(ctx context.Context, txid, holdRef, account string, amoun
 }
 
 func (l *Link) hold(ctx context.Context, action, txid, holdRef, account string, amount int64) (HoldResult, error) {
-	acct, err := ParseAccount(account)
+	acct, err := parseAccount(account)
 	if err != nil {
 		return HoldResult{}, err
 	}
@@ -239,7 +214,7 @@ func (l *Link) hold(ctx context.Context, action, txid, holdRef, account string, 
 
 // NameCheck answers M (match), U (mismatch) or N (no such account).
 func (l *Link) NameCheck(ctx context.Context, account, name string) (string, error) {
-	acct, err := ParseAccount(account)
+	acct, err := parseAccount(account)
 	if err != nil {
 		return "", err
 	}
@@ -262,7 +237,7 @@ type VerifyResult struct {
 // Verify checks that an account exists and how well name matches it
 // (name may be empty: existence only).
 func (l *Link) Verify(ctx context.Context, verificationID, account, name string) (VerifyResult, error) {
-	acct, err := ParseAccount(account)
+	acct, err := parseAccount(account)
 	if err != nil {
 		return VerifyResult{}, err
 	}
@@ -296,7 +271,7 @@ type ScreenResult struct {
 
 // Screen asks the bank's AML screening about a transfer.
 func (l *Link) Screen(ctx context.Context, q ScreenRequest) (ScreenResult, error) {
-	acct, err := ParseAccount(q.Account)
+	acct, err := parseAccount(q.Account)
 	if err != nil {
 		return ScreenResult{}, err
 	}
@@ -332,7 +307,7 @@ type Notification struct {
 // Notify tells the core about a notification. The core is not idempotent:
 // the caller sends each notification once.
 func (l *Link) Notify(ctx context.Context, n Notification) (accepted bool, reason string, err error) {
-	acct, err := ParseAccount(n.Account)
+	acct, err := parseAccount(n.Account)
 	if err != nil {
 		return false, "", err
 	}

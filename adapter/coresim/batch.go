@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,7 +106,7 @@ func (c *Core) RunBatchFile(ctx context.Context, postingPath, resultPath string)
 			}
 			sum.Records++
 			in := PostIn{Ref: d.Ref, TxID: d.TxID, Amount: d.Amount, ReversalOf: d.OriginalRef,
-				Account: AccountKey(d.BranchCode, d.AccountType, d.AccountNumber)}
+				Account: coreacct.Format(d.BranchCode, d.AccountType, d.AccountNumber)}
 			switch {
 			case d.Kind == overnight.Reversal:
 				in.Kind = KindReversal

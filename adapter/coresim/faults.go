@@ -3,6 +3,7 @@ package coresim
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -76,7 +77,7 @@ func (c *Core) AdjustBalanceOutOfBand(ctx context.Context, account string, delta
 	return c.db.Write(ctx, func(tx *store.Tx) error {
 		var bal int64
 		if err := tx.QueryRowContext(ctx, `SELECT balance FROM CoreAccounts WHERE account = ?`, account).Scan(&bal); err != nil {
-			return fmt.Errorf("coresim: out-of-band adjust %s: %w", account, err)
+			return fmt.Errorf("coresim: out-of-band adjust %s: %w", coreacct.Mask(account), err)
 		}
 		kind := KindCredit
 		amt := delta
@@ -85,7 +86,7 @@ func (c *Core) AdjustBalanceOutOfBand(ctx context.Context, account string, delta
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE CoreAccounts SET balance = ?, updated_at = ? WHERE account = ?`,
 			bal+delta, now, account); err != nil {
-			return fmt.Errorf("coresim: out-of-band adjust %s: %w", account, err)
+			return fmt.Errorf("coresim: out-of-band adjust %s: %w", coreacct.Mask(account), err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta, balance_after,
 			source, posted_at) VALUES (?, '', ?, ?, ?, ?, ?, ?, ?)`,

@@ -3,6 +3,7 @@ package coresim
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"strings"
 
 	"github.com/zcgw/zcgw/adapter/mq"
@@ -37,7 +38,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		out := PostOut{ReasonCode: ReasonWrongBank}
 		if !wrongBank {
 			out, err = c.post(ctx, tx, PostIn{Ref: b.PostingRef, TxID: req.Header.TxID,
-				Account: AccountKey(b.Branch, b.AccountType, b.AccountNo), Kind: kind, Amount: b.Amount,
+				Account: coreacct.Format(b.Branch, b.AccountType, b.AccountNo), Kind: kind, Amount: b.Amount,
 				ReversalOf: b.OriginalRef}, SourceMQ, msg.MsgID.String())
 			if err != nil {
 				return nil, false, err
@@ -48,7 +49,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		if out.Applied {
 			r.JournalNo = journalNo(out.JournalID)
 			r.BalanceAfter = out.BalanceAfter
-			bal, err := c.balance(ctx, tx, AccountKey(b.Branch, b.AccountType, b.AccountNo))
+			bal, err := c.balance(ctx, tx, coreacct.Format(b.Branch, b.AccountType, b.AccountNo))
 			if err != nil {
 				return nil, false, err
 			}
@@ -60,7 +61,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		}
 		body = r
 	case *coremsg.HoldRequest:
-		acct := AccountKey(b.Branch, b.AccountType, b.AccountNo)
+		acct := coreacct.Format(b.Branch, b.AccountType, b.AccountNo)
 		out := HoldOut{ReasonCode: ReasonWrongBank}
 		if !wrongBank {
 			if b.Action == "H" {
@@ -84,7 +85,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		}
 		body = r
 	case *coremsg.BalanceRequest:
-		bal, err := c.balance(ctx, tx, AccountKey(b.Branch, b.AccountType, b.AccountNo))
+		bal, err := c.balance(ctx, tx, coreacct.Format(b.Branch, b.AccountType, b.AccountNo))
 		if err != nil {
 			return nil, false, err
 		}
@@ -122,7 +123,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		}
 		body = r
 	case *coremsg.NameCheckRequest:
-		bal, err := c.balance(ctx, tx, AccountKey(b.Branch, b.AccountType, b.AccountNo))
+		bal, err := c.balance(ctx, tx, coreacct.Format(b.Branch, b.AccountType, b.AccountNo))
 		if err != nil {
 			return nil, false, err
 		}
@@ -135,7 +136,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		}
 		body = r
 	case *coremsg.AccountVerifyRequest:
-		bal, err := c.balance(ctx, tx, AccountKey(b.Branch, b.AccountType, b.AccountNo))
+		bal, err := c.balance(ctx, tx, coreacct.Format(b.Branch, b.AccountType, b.AccountNo))
 		if err != nil {
 			return nil, false, err
 		}
@@ -177,7 +178,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		}
 		body = r
 	case *coremsg.NotifyRequest:
-		acct := AccountKey(b.Branch, b.AccountType, b.AccountNo)
+		acct := coreacct.Format(b.Branch, b.AccountType, b.AccountNo)
 		bal, err := c.balance(ctx, tx, acct)
 		if err != nil {
 			return nil, false, err

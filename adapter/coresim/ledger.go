@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"log/slog"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func (c *Core) OpenAccount(ctx context.Context, account, name string, opening in
 	if strings.TrimSpace(account) == "" || strings.TrimSpace(name) == "" {
 		return domainerr.New("MISSING_FIELD", "coresim: account and name are required", nil)
 	}
-	if _, _, _, err := ParseAccountKey(account); err != nil {
+	if _, err := coreacct.Parse(account); err != nil {
 		return domainerr.New("INVALID_REQUEST", "coresim: "+err.Error(), map[string]any{"account": account})
 	}
 	if opening < 0 {
@@ -125,7 +126,7 @@ func (c *Core) OpenAccount(ctx context.Context, account, name string, opening in
 	return c.db.Write(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO CoreAccounts (account, name, balance, opened_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)`, account, name, opening, now, now); err != nil {
-			return fmt.Errorf("coresim: open account %s: %w", account, err)
+			return fmt.Errorf("coresim: open account %s: %w", coreacct.Mask(account), err)
 		}
 		if opening > 0 {
 			_, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta,
@@ -146,7 +147,7 @@ func (c *Core) CloseAccount(ctx context.Context, account string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return domainerr.New("ACCOUNT_NOT_FOUND", "coresim: no account "+account, map[string]any{"account": account})
+			return domainerr.New("ACCOUNT_NOT_FOUND", "coresim: no account "+coreacct.Mask(account), map[string]any{"account": account})
 		}
 		return nil
 	})
@@ -202,7 +203,7 @@ func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID 
 		return refuse(ReasonAccountNotFound)
 	}
 	if err != nil {
-		return PostOut{}, fmt.Errorf("coresim: read account %s: %w", in.Account, err)
+		return PostOut{}, fmt.Errorf("coresim: read account %s: %w", coreacct.Mask(in.Account), err)
 	}
 	var delta int64
 	switch in.Kind {
@@ -250,7 +251,7 @@ func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID 
 	after := balance + delta
 	if _, err := tx.ExecContext(ctx, `UPDATE CoreAccounts SET balance = ?, updated_at = ? WHERE account = ?`,
 		after, now, in.Account); err != nil {
-		return PostOut{}, fmt.Errorf("coresim: update balance %s: %w", in.Account, err)
+		return PostOut{}, fmt.Errorf("coresim: update balance %s: %w", coreacct.Mask(in.Account), err)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta, balance_after,
 		reversal_of, source, msg_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -3,6 +3,7 @@ package coresim
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,24 @@ func TestOnlineWindows(t *testing.T) {
 	for _, bad := range []string{"8:30-17:00", "08:30", "25:00-26:00", "08:60-09:00"} {
 		if _, err := ParseWindows(bad); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestErrorsMaskAccountNumbers: an error about an account names it in the
+// masked form (coreacct.Mask), so a logged error leaks no account number.
+func TestErrorsMaskAccountNumbers(t *testing.T) {
+	c := openCore(t)
+	ctx := context.Background()
+	for name, err := range map[string]error{
+		"close unknown":  c.CloseAccount(ctx, "100-1-7654321"),
+		"open malformed": c.OpenAccount(ctx, "100-3-7654321", "YAMADA", 0),
+	} {
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if strings.Contains(err.Error(), "7654321") || !strings.Contains(err.Error(), "***4321") {
+			t.Errorf("%s: %q: want the account masked as ***4321", name, err)
 		}
 	}
 }

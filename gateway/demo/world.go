@@ -3,9 +3,9 @@ package demo
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"strings"
 
-	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/gateway/filedrop"
 	"github.com/zcgw/zcgw/gateway/node"
@@ -35,7 +35,7 @@ func (a account) Hash() string {
 }
 
 // Core is the core's account key.
-func (a account) Core() string { return coresim.AccountKey(a.Branch, accountType, a.Number) }
+func (a account) Core() string { return coreacct.Format(a.Branch, accountType, a.Number) }
 
 // bankSpec is one participant of the demo day.
 type bankSpec struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -260,9 +261,11 @@ func (x *Exchange) render(ctx context.Context, f File, w io.Writer) error {
 		if e.Posting.Kind == outbox.Reversal {
 			d.Kind = ofile.Reversal
 		}
-		if d.BranchCode, d.AccountType, d.AccountNumber, err = outbox.SplitFileAccount(e.Posting.Account); err != nil {
-			return err
+		k, err := coreacct.Parse(e.Posting.Account)
+		if err != nil {
+			return fmt.Errorf("detail %d (%s): %w", e.Seq, e.Posting.Ref, err)
 		}
+		d.BranchCode, d.AccountType, d.AccountNumber = k.Branch, k.Type, k.Number
 		if err := ow.WritePosting(&d); err != nil {
 			return fmt.Errorf("detail %d (%s): %w", d.Seq, d.Ref, err)
 		}

@@ -3,6 +3,7 @@ package adapterconf
 import (
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"net"
 	"os"
 	"strings"
@@ -131,7 +132,7 @@ var specCases = []conformanceCase{
 	// ---- baseline: the constraints themselves, proven on the bare core
 	{name: "baseline/core_is_not_idempotent", spec: "baseline", run: func(t *testing.T, e *env) {
 		core := e.core
-		acct := coresim.AccountKey("100", 1, "0000900")
+		acct := coreacct.Format("100", 1, "0000900")
 		noErr(t, core.OpenAccount(e.ctx, acct, "BASE LINE", 1000))
 		p := outbox.Posting{Ref: "PBASELINE0000001", TxID: "TX-BASE", Bank: e.bank, Account: acct, Kind: outbox.Credit, Amount: 100}
 		for i := 0; i < 2; i++ {
@@ -145,7 +146,7 @@ var specCases = []conformanceCase{
 		}
 	}},
 	{name: "baseline/offline_core_answers_nothing", spec: "baseline", opts: func(o *options) { o.timeout = 100 * time.Millisecond }, run: func(t *testing.T, e *env) {
-		acct := coresim.AccountKey("100", 1, "0000901")
+		acct := coreacct.Format("100", 1, "0000901")
 		noErr(t, e.core.OpenAccount(e.ctx, acct, "BASE LINE", 1000))
 		e.core.SetOffline(true)
 		_, err := e.link.Apply(e.ctx, outbox.Posting{Ref: "PBASELINE0000002", TxID: "TX-BASE", Bank: e.bank, Account: acct, Kind: outbox.Credit, Amount: 5})
@@ -163,7 +164,7 @@ var specCases = []conformanceCase{
 		e.core.SetOffline(false)
 	}},
 	{name: "baseline/overdraft_refused_synchronously", spec: "baseline", run: func(t *testing.T, e *env) {
-		acct := coresim.AccountKey("100", 1, "0000902")
+		acct := coreacct.Format("100", 1, "0000902")
 		noErr(t, e.core.OpenAccount(e.ctx, acct, "BASE LINE", 1000))
 		_, err := e.link.Apply(e.ctx, outbox.Posting{Ref: "PBASELINE0000003", TxID: "TX-BASE", Bank: e.bank, Account: acct, Kind: outbox.Debit, Amount: 1001})
 		var r *outbox.RefusedError
@@ -711,8 +712,8 @@ var specCases = []conformanceCase{
 	}},
 	{name: "name_check/online_match_and_mismatch", spec: "name-check", run: func(t *testing.T, e *env) {
 		e.account("h:b", "YAMADA TARO", 0)
-		e.core.OpenAccount(e.ctx, coresim.AccountKey("100", 1, "0000777"), "SUZUKI ICHIRO", 0)
-		noErr(t, e.a.OpenAccount(e.ctx, adapter.Account{Hash: "h:stale", CoreAccount: coresim.AccountKey("100", 1, "0000777"), HolderName: "SUZUKI JIRO"}, 0))
+		e.core.OpenAccount(e.ctx, coreacct.Format("100", 1, "0000777"), "SUZUKI ICHIRO", 0)
+		noErr(t, e.a.OpenAccount(e.ctx, adapter.Account{Hash: "h:stale", CoreAccount: coreacct.Format("100", 1, "0000777"), HolderName: "SUZUKI JIRO"}, 0))
 		for _, c := range []struct{ hash, result, reason string }{
 			{"h:b", bankapi.ResultMatch, ""},
 			{"h:stale", bankapi.ResultMismatch, bankapi.ReasonNameMismatch},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -200,7 +201,7 @@ func (e *env) account(hash, name string, balance int64) string {
 	e.t.Helper()
 	e.mu.Lock()
 	n := len(e.coreAcc) + 1
-	core := coresim.AccountKey("100", 1, fmt.Sprintf("%07d", n))
+	core := coreacct.Format("100", 1, fmt.Sprintf("%07d", n))
 	e.coreAcc[hash] = core
 	e.accts = append(e.accts, hash)
 	e.mu.Unlock()

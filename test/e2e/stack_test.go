@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
 	"os"
 	"path/filepath"
 	"sync"
@@ -166,7 +167,7 @@ func (b *bank) account(hash, name string, balance int64) {
 	t := b.s.t
 	t.Helper()
 	b.mu.Lock()
-	core := coresim.AccountKey("100", 1, fmt.Sprintf("%07d", len(b.acct)+1))
+	core := coreacct.Format("100", 1, fmt.Sprintf("%07d", len(b.acct)+1))
 	b.acct[hash] = core
 	b.mu.Unlock()
 	if err := b.core.OpenAccount(b.s.ctx, core, name, balance); err != nil {
