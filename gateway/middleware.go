@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
@@ -72,6 +74,7 @@ func (s *Server) edge(next http.Handler) http.Handler {
 		}
 		r.Header.Set(HeaderRequestID, id)
 		w.Header().Set(HeaderRequestID, id)
+		s.boundBodyRead(w, r)
 		log := zclog.WithRequest(s.log, id)
 		ctx := context.WithValue(zclog.ContextWithRequestID(r.Context(), id), loggerKey{}, log)
 		r = r.WithContext(ctx)
@@ -97,4 +100,53 @@ func (s *Server) edge(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// boundBodyRead bounds the time to read r's body: the connection's read
+// deadline is set to BodyReadTimeout from now (the headers were just read)
+// and cleared as soon as the body has been read to its end or failed, so
+// the deadline never reaches a handler that runs long after its body was
+// read (net/http would cancel its context). A body left unread stays
+// bounded too: net/http discards at most 256 KiB of it under the same
+// deadline, else closes the connection. Network deadlines are wall-clock
+// instants, not business time, so they do not go through Config.Clock.
+func (s *Server) boundBodyRead(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err != nil {
+		return // not a network connection (httptest recorder)
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+}
+
+// deadlineBody clears the connection's read deadline once the body ended.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		if err == io.EOF {
+			b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
+
+// jsonBody refuses a request whose Content-Type is not application/json
+// (charset utf-8 allowed) with 415, before its body is read.
+func (s *Server) jsonBody(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := strictjson.CheckContentType(r.Header.Get("Content-Type")); err != nil {
+			writeErrorStatus(w, r, http.StatusUnsupportedMediaType, err)
+			return
+		}
+		next(w, r)
+	}
 }
