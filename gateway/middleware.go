@@ -104,8 +104,8 @@ func (s *Server) edge(next http.Handler) http.Handler {
 
 // boundBodyRead bounds the time to read r's body: the connection's read
 // deadline is set to BodyReadTimeout from now (the headers were just read)
-// and cleared as soon as the body has been read to its end or failed, so
-// the deadline never reaches a handler that runs long after its body was
+// and cleared as soon as the body has been read to its end, so the
+// deadline never reaches a handler that runs long after its body was
 // read (net/http would cancel its context). A body left unread stays
 // bounded too: net/http discards at most 256 KiB of it under the same
 // deadline, else closes the connection. Network deadlines are wall-clock
