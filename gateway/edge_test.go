@@ -382,3 +382,26 @@ func TestIngressHidesWhichBanksExist(t *testing.T) {
 		}
 	}
 }
+
+// The body deadline covers the body only: a bank handler that runs longer
+// than BodyReadTimeout after its body was read keeps a live context and
+// its answer reaches the coordinator (a deadline on the whole request, or
+// a context timeout, would cut it).
+func TestBodyDeadlineDoesNotReachLongHandlers(t *testing.T) {
+	var ctxErr error
+	f := newFixture(t, func(c *Config) {
+		c.BodyReadTimeout = 100 * time.Millisecond
+		c.Banks = map[string]http.Handler{"001": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			time.Sleep(400 * time.Millisecond)
+			ctxErr = r.Context().Err()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"result":"RESERVED","reservation_ref":"H-1"}`)
+		})}
+	})
+	addr := f.serve(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	if st, b := f.signedIngress(t, client, addr, `{"request_id":"slow-handler"}`); st != 200 || ctxErr != nil {
+		t.Fatalf("long handler: %d %s, context %v", st, b, ctxErr)
+	}
+}

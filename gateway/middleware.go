@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -103,40 +102,20 @@ func (s *Server) edge(next http.Handler) http.Handler {
 }
 
 // boundBodyRead bounds the time to read r's body: the connection's read
-// deadline is set to BodyReadTimeout from now (the headers were just read)
-// and cleared as soon as the body has been read to its end, so the
-// deadline never reaches a handler that runs long after its body was
-// read (net/http would cancel its context). A body left unread stays
-// bounded too: net/http discards at most 256 KiB of it under the same
-// deadline, else closes the connection. Network deadlines are wall-clock
-// instants, not business time, so they do not go through Config.Clock.
+// deadline is set to BodyReadTimeout from now (the headers were just
+// read). It does not reach a handler that runs long after its body was
+// read: net/http clears the deadline when the body hits its end and it
+// starts watching the connection. A body left unread stays bounded too:
+// net/http discards at most 256 KiB of it under the same deadline, else
+// closes the connection; the next request on the connection gets fresh
+// deadlines. Network deadlines are wall-clock instants, not business time,
+// so they do not go through Config.Clock.
 func (s *Server) boundBodyRead(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
 	}
-	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err != nil {
-		return // not a network connection (httptest recorder)
-	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-}
-
-// deadlineBody clears the connection's read deadline once the body ended.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		if err == io.EOF {
-			b.rc.SetReadDeadline(time.Time{})
-		}
-	}
-	return n, err
+	// Not a network connection (httptest recorder): nothing to bound.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
 }
 
 // jsonBody refuses a request whose Content-Type is not application/json
