@@ -30,6 +30,7 @@ func FuzzIngressBody(f *testing.F) {
 			cmd = bankapi.AccountVerify // keep the bank alive for the next input
 		}
 		req := httptest.NewRequest(http.MethodPost, cmd.Path("001"), strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		srv.ServeHTTP(rec, req)
 		if rec.Code == http.StatusOK {

@@ -3,13 +3,13 @@ package adapter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
 // MaxBodyBytes bounds an ingress request body.
@@ -61,6 +61,10 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"command": string(cmd)}))
 		return
 	}
+	if err := strictjson.CheckContentType(r.Header.Get("Content-Type")); err != nil {
+		writeErrorStatus(w, "", http.StatusUnsupportedMediaType, err)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		writeError(w, "", domainerr.Wrap("INVALID_REQUEST", err, "cannot read request body", map[string]any{"command": string(cmd)}))
@@ -74,17 +78,13 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
-	if err := json.Unmarshal(body, req); err != nil {
-		details := map[string]any{"command": string(cmd)}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			details["byte_offset"] = se.Offset
-		case errors.As(err, &te):
-			details["field"], details["byte_offset"] = te.Field, te.Offset
+	// Strict JSON (duplicate keys, case-only key matches, invalid UTF-8,
+	// trailing data); unknown fields stay accepted, as before.
+	if err := strictjson.Decode(body, req, strictjson.Options{}); err != nil {
+		if de, ok := domainerr.As(err); ok {
+			de.Details["command"] = string(cmd)
 		}
-		writeError(w, "", domainerr.Wrap("INVALID_REQUEST", err, "request body is not valid JSON for "+string(cmd), details))
+		writeError(w, "", err)
 		return
 	}
 	resp, err := a.Dispatch(ctx, req)
@@ -130,12 +130,25 @@ func (a *Adapter) Dispatch(ctx context.Context, req bankapi.Request) (any, error
 	return nil, domainerr.New("INVALID_REQUEST", fmt.Sprintf("unsupported request type %T", req), nil)
 }
 
+// writeErrorStatus writes err in the catalog shape with a status its
+// category does not give (415 for a wrong media type).
+func writeErrorStatus(w http.ResponseWriter, requestID string, status int, err error) {
+	writeErrorBody(w, requestID, status, err)
+}
+
 // writeError writes err in the catalog shape. Any other error (storage,
 // transport) is a retryable BANK_ERROR whose text is not exposed.
 func writeError(w http.ResponseWriter, requestID string, err error) {
+	writeErrorBody(w, requestID, 0, err)
+}
+
+func writeErrorBody(w http.ResponseWriter, requestID string, status int, err error) {
 	de, ok := domainerr.As(err)
 	if !ok {
 		de = domainerr.New("BANK_ERROR", "bank adapter failed; retry", nil)
+	}
+	if status == 0 {
+		status = de.HTTPStatus()
 	}
 	details := de.Details
 	if details == nil {
@@ -146,6 +159,6 @@ func writeError(w http.ResponseWriter, requestID string, err error) {
 	if de.Retryable() {
 		w.Header().Set("Retry-After", "1")
 	}
-	w.WriteHeader(de.HTTPStatus())
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
 }

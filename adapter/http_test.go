@@ -137,3 +137,43 @@ func TestMuxRoutesByBank(t *testing.T) {
 		t.Errorf("unknown bank: %d %v", status, body)
 	}
 }
+
+// The ingress handler decodes strictly (coordinator/strictjson) and takes
+// JSON only: a repeated key, a key in another case or invalid UTF-8 is
+// refused before any core call, with the problem and its location; a
+// Content-Type other than application/json is 415.
+func TestHandlerStrictJSON(t *testing.T) {
+	h := newHarness(t)
+	h.account("h:a", "0000001", "佐藤 花子", 10_000)
+	srv := httptest.NewServer(h.a.Handler())
+	defer srv.Close()
+	const path = "/bank/001/zc-ingress/reserve-funds"
+	for _, c := range []struct{ name, body, problem, field string }{
+		{"repeated key, the last would win", `{"request_id":"q1","txid":"TX-1","amount":{"value":1,"value":9000,"currency":"JPY"},"account_hash":"h:a"}`, "duplicate_key", "/amount/value"},
+		{"key in another case", `{"request_id":"q2","txid":"TX-2","Amount":{"value":1,"currency":"JPY"},"account_hash":"h:a"}`, "key_case_mismatch", "/Amount"},
+		{"invalid UTF-8", "{\"request_id\":\"q3\",\"txid\":\"TX-\xff\",\"amount\":{\"value\":1,\"currency\":\"JPY\"},\"account_hash\":\"h:a\"}", "invalid_utf8", ""},
+	} {
+		status, body := post(t, srv, path, c.body)
+		d, _ := body["details"].(map[string]any)
+		if status != 400 || body["reason_code"] != "INVALID_REQUEST" || d["problem"] != c.problem || d["field"] != c.field || d["command"] != "reserve-funds" {
+			t.Errorf("%s: %d %v", c.name, status, body)
+		}
+	}
+	for _, ct := range []string{"text/plain", "application/json; charset=iso-8859-1", ""} {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(`{"request_id":"q4","txid":"TX-4","amount":{"value":1,"currency":"JPY"},"account_hash":"h:a"}`))
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 415 || !strings.Contains(string(b), `"reason_code":"INVALID_REQUEST"`) {
+			t.Errorf("Content-Type %q: %d %s", ct, resp.StatusCode, b)
+		}
+	}
+	// Unknown members stay accepted on the ingress (n-1 senders may add fields).
+	if status, body := post(t, srv, path, `{"request_id":"q5","txid":"TX-5","amount":{"value":1,"currency":"JPY"},"account_hash":"h:a","future":1}`); status != 200 {
+		t.Errorf("unknown member: %d %v", status, body)
+	}
+}

@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
 // Schema versions of POST /api/transfers (spec 004 スキーマ進化: the
@@ -50,27 +49,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// decodeStrict decodes one JSON object refusing unknown fields, with the
-// field and byte offset of a failure.
+// decodeStrict decodes one JSON object with coordinator/strictjson's rules,
+// refusing unknown fields too (problem, field and byte offset in details).
 func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		details := map[string]any{"byte_offset": dec.InputOffset()}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			details["byte_offset"] = se.Offset
-		case errors.As(err, &te):
-			details["field"], details["byte_offset"] = te.Field, te.Offset
-		}
-		return domainerr.Wrap("INVALID_REQUEST", err, "request body is not valid: "+err.Error(), details)
-	}
-	if dec.More() {
-		return domainerr.New("INVALID_REQUEST", "data after the JSON body", map[string]any{"byte_offset": dec.InputOffset()})
-	}
-	return nil
+	return strictjson.Decode(body, v, strictjson.Options{DisallowUnknownFields: true})
 }
 
 // CheckSchemaVersion accepts n and n-1 and refuses anything else,
@@ -116,12 +98,8 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	issuer := p.BankID
-	switch {
-	case p.Scope == signing.ScopeParticipant:
-	case p.Name == unauthenticatedUI:
-		issuer = req.Payer.BankID // the demo UI acts for the payer bank
-	default:
-		writeError(w, r, domainerr.New("UNAUTHORIZED", "only a participant bank may originate a transfer", map[string]any{"scope": p.Scope}))
+	if p.Scope != signing.ScopeParticipant { // authenticated, not allowed: 403
+		writeErrorStatus(w, r, http.StatusForbidden, domainerr.New("UNAUTHORIZED", "only a participant bank may originate a transfer", map[string]any{"scope": p.Scope}))
 		return
 	}
 	res, err := s.cfg.Coordinator.Submit(r.Context(), req.PaymentInitiated, key, issuer)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 
@@ -26,9 +27,12 @@ const unauthenticatedUI = "unauthenticated-ui"
 // perimeter authenticates an /api caller by credentials only (spec 002
 // §12.6.5): a valid X-Cron-Secret is the operator; otherwise an API key
 // (X-Api-Key or Authorization: Bearer) names an operator or a participant.
-// Headers such as Origin prove nothing, except when AllowUnauthenticatedUI
-// is explicitly on: then a same-origin request without credentials passes
-// as the operator and is logged (http.unauthenticated_ui_access).
+// Headers such as Origin prove nothing. The one exception is
+// AllowUnauthenticatedUI, explicitly on: a same-origin request without
+// credentials, from a loopback peer, whose Host is one of the UI hosts,
+// passes as a read-only operator (GET and HEAD only) and is logged
+// (http.unauthenticated_ui_access). No credentials (or a UI request that
+// fails those conditions) is 401.
 func (s *Server) perimeter(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := s.clk.Now()
@@ -46,8 +50,14 @@ func (s *Server) perimeter(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		} else if s.cfg.AllowUnauthenticatedUI && sameOrigin(r) {
+			if why := s.uiRefusal(r); why != "" {
+				loggerFrom(r).WarnContext(r.Context(), "http.unauthenticated_ui_refused", "method", r.Method, "path", r.URL.Path,
+					"remote_addr", r.RemoteAddr, "reason", why)
+				writeError(w, r, domainerr.New("UNAUTHORIZED", "credentials are required (X-Api-Key or Authorization: Bearer): "+why, nil))
+				return
+			}
 			loggerFrom(r).WarnContext(r.Context(), "http.unauthenticated_ui_access", "method", r.Method, "path", r.URL.Path,
-				"remote_addr", r.RemoteAddr, "note", "ZC_ALLOW_UNAUTHENTICATED_UI is on: this deployment exposes /api without credentials")
+				"remote_addr", r.RemoteAddr, "note", "ZC_ALLOW_UNAUTHENTICATED_UI is on: this deployment exposes read-only /api to local browsers without credentials")
 			p, ok = signing.Principal{Scope: signing.ScopeOperator, Name: unauthenticatedUI}, true
 		}
 		if !ok {
@@ -56,6 +66,48 @@ func (s *Server) perimeter(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
+}
+
+// uiRefusal says why a same-origin credential-less request may not use
+// the unauthenticated UI ("" when it may): the peer must be loopback, the
+// Host one of the configured UI hosts (a DNS-rebinding page sends its own
+// name), and the method a read.
+func (s *Server) uiRefusal(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return "the unauthenticated UI serves loopback peers only"
+	}
+	if hosts := s.uiHosts.Load(); hosts == nil || !(*hosts)[strings.ToLower(r.Host)] {
+		return "the Host header is not this node's UI address"
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return "the unauthenticated UI is read-only"
+	}
+	return ""
+}
+
+func (s *Server) setUIHosts(hosts []string) {
+	m := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		m[strings.ToLower(h)] = true
+	}
+	s.uiHosts.Store(&m)
+}
+
+// loopbackHosts are the Host values a local browser sends to a listener
+// at addr: localhost, 127.0.0.1 and [::1] with its port, when addr is a
+// loopback or wildcard address; nothing otherwise (the UI then never
+// passes, since its peers must be loopback anyway).
+func loopbackHosts(addr net.Addr) []string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !(ip.IsLoopback() || ip.IsUnspecified()) {
+		return nil
+	}
+	return []string{net.JoinHostPort("localhost", port), net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}
 }
 
 // sameOrigin is a browser courtesy only (never a second factor): the
@@ -68,11 +120,14 @@ func sameOrigin(r *http.Request) bool {
 	return o != "" && (o == "http://"+r.Host || o == "https://"+r.Host)
 }
 
-// operatorOnly refuses a participant on an operator route.
+// operatorOnly refuses a caller without the operator scope: it is
+// authenticated (perimeter ran first), so the answer is 403
+// CROSS_PARTICIPANT_SCOPE (authenticated, not allowed), never 401.
 func (s *Server) operatorOnly(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if principalFrom(r).Scope != signing.ScopeOperator {
-			writeError(w, r, domainerr.New("UNAUTHORIZED", "this route needs the operator scope", map[string]any{"scope": signing.ScopeOperator}))
+		if p := principalFrom(r); p.Scope != signing.ScopeOperator {
+			writeError(w, r, domainerr.New("CROSS_PARTICIPANT_SCOPE", "this route needs the operator scope",
+				map[string]any{"scope": p.Scope, "required_scope": signing.ScopeOperator}))
 			return
 		}
 		next(w, r)

@@ -51,6 +51,7 @@ type metrics struct {
 	latency           map[string]*histogram
 	auditFailures     atomic.Int64
 	signatureFailures atomic.Int64
+	bodiesShed        atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -158,7 +159,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"http_requests": reqs, "transactions": lab(txs, "lane", "state"), "queue_items": lab(queue, "kind", "status"),
 			"access_audit_write_failures": m.auditFailures.Load(), "ingress_signature_failures": m.signatureFailures.Load(),
-			"db": map[string]int64{"statements": st.Statements, "commits": st.Commits},
+			"ingress_bodies_shed": m.bodiesShed.Load(),
+			"db":                  map[string]int64{"statements": st.Statements, "commits": st.Commits},
 		})
 		return
 	}
@@ -180,6 +182,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(&b, "# HELP zcgw_access_audit_write_failures_total AccessAuditLog writes that failed (the query was still answered).\n# TYPE zcgw_access_audit_write_failures_total counter\nzcgw_access_audit_write_failures_total %d\n", m.auditFailures.Load())
 	fmt.Fprintf(&b, "# HELP zcgw_ingress_signature_failures_total Bank ingress requests refused by signature verification.\n# TYPE zcgw_ingress_signature_failures_total counter\nzcgw_ingress_signature_failures_total %d\n", m.signatureFailures.Load())
+	fmt.Fprintf(&b, "# HELP zcgw_ingress_bodies_shed_total Bank ingress requests answered 503 because the unauthenticated body-read slots were full.\n# TYPE zcgw_ingress_bodies_shed_total counter\nzcgw_ingress_bodies_shed_total %d\n", m.bodiesShed.Load())
 	b.WriteString("# HELP zcgw_transactions Transactions by lane and state.\n# TYPE zcgw_transactions gauge\n")
 	for _, g := range txs {
 		fmt.Fprintf(&b, "zcgw_transactions{lane=\"%s\",state=\"%s\"} %d\n", label(g.A), label(g.B), g.Count)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
@@ -72,6 +73,7 @@ func (s *Server) edge(next http.Handler) http.Handler {
 		}
 		r.Header.Set(HeaderRequestID, id)
 		w.Header().Set(HeaderRequestID, id)
+		s.boundBodyRead(w, r)
 		log := zclog.WithRequest(s.log, id)
 		ctx := context.WithValue(zclog.ContextWithRequestID(r.Context(), id), loggerKey{}, log)
 		r = r.WithContext(ctx)
@@ -97,4 +99,33 @@ func (s *Server) edge(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// boundBodyRead bounds the time to read r's body: the connection's read
+// deadline is set to BodyReadTimeout from now (the headers were just
+// read). It does not reach a handler that runs long after its body was
+// read: net/http clears the deadline when the body hits its end and it
+// starts watching the connection. A body left unread stays bounded too:
+// net/http discards at most 256 KiB of it under the same deadline, else
+// closes the connection; the next request on the connection gets fresh
+// deadlines. Network deadlines are wall-clock instants, not business time,
+// so they do not go through Config.Clock.
+func (s *Server) boundBodyRead(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	// Not a network connection (httptest recorder): nothing to bound.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+}
+
+// jsonBody refuses a request whose Content-Type is not application/json
+// (charset utf-8 allowed) with 415, before its body is read.
+func (s *Server) jsonBody(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := strictjson.CheckContentType(r.Header.Get("Content-Type")); err != nil {
+			writeErrorStatus(w, r, http.StatusUnsupportedMediaType, err)
+			return
+		}
+		next(w, r)
+	}
 }

@@ -44,3 +44,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeJSON(w, b.Status, b)
 }
+
+// writeErrorStatus writes err in the catalog shape with an HTTP status
+// the category does not give (415 for a wrong media type, 503 when the
+// edge sheds load); a retryable category gets Retry-After too.
+func writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, err error) {
+	b := domainerr.JSON(err, requestID(r))
+	if domainerr.Retryable(b.Category) {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, b)
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -73,7 +74,33 @@ type Config struct {
 	Logger      *slog.Logger
 	// ShutdownTimeout bounds the drain of in-flight requests (default 30s).
 	ShutdownTimeout time.Duration
+	// HeaderReadTimeout bounds the reading of a request's headers
+	// (default DefaultHeaderReadTimeout).
+	HeaderReadTimeout time.Duration
+	// BodyReadTimeout bounds the reading of a request's body, from the
+	// moment its headers were read (default DefaultBodyReadTimeout).
+	BodyReadTimeout time.Duration
+	// MaxHeaderBytes bounds a request's header block (default
+	// DefaultMaxHeaderBytes); a larger one is refused with 431.
+	MaxHeaderBytes int
+	// MaxUnauthenticatedBodies caps the bank ingress bodies being read at
+	// once before their signature can be checked (default
+	// DefaultMaxUnauthenticatedBodies); one more is answered 503.
+	MaxUnauthenticatedBodies int
+	// UIHosts are the Host header values AllowUnauthenticatedUI accepts
+	// (DNS rebinding). Empty: derived by Serve from its listener
+	// (localhost:PORT, 127.0.0.1:PORT, [::1]:PORT for a loopback or
+	// wildcard address).
+	UIHosts []string
 }
+
+// Edge limits (docs/gateway.md "Limits").
+const (
+	DefaultHeaderReadTimeout        = 10 * time.Second
+	DefaultBodyReadTimeout          = 10 * time.Second
+	DefaultMaxHeaderBytes           = 64 << 10
+	DefaultMaxUnauthenticatedBodies = 64
+)
 
 // Server is the gateway.
 type Server struct {
@@ -83,6 +110,10 @@ type Server struct {
 	audit   AuditWriter
 	metrics *metrics
 	handler http.Handler
+	// bodySlots holds one token per unauthenticated body being read.
+	bodySlots chan struct{}
+	// uiHosts is the set of Host values the unauthenticated UI accepts.
+	uiHosts atomic.Pointer[map[string]bool]
 }
 
 // New builds a Server.
@@ -105,7 +136,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.APIKeys == nil {
 		cfg.APIKeys = &signing.APIKeys{}
 	}
-	s := &Server{cfg: cfg, clk: cfg.Clock, log: zclog.OrDiscard(cfg.Logger).With("component", "gateway"), metrics: newMetrics()}
+	if cfg.HeaderReadTimeout <= 0 {
+		cfg.HeaderReadTimeout = DefaultHeaderReadTimeout
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.MaxUnauthenticatedBodies <= 0 {
+		cfg.MaxUnauthenticatedBodies = DefaultMaxUnauthenticatedBodies
+	}
+	s := &Server{cfg: cfg, clk: cfg.Clock, log: zclog.OrDiscard(cfg.Logger).With("component", "gateway"), metrics: newMetrics(),
+		bodySlots: make(chan struct{}, cfg.MaxUnauthenticatedBodies)}
+	s.setUIHosts(cfg.UIHosts)
 	if cfg.FinalityLog == nil {
 		s.cfg.FinalityLog = finality.New(cfg.Clock)
 	}
@@ -123,7 +168,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	// /api
-	mux.HandleFunc("POST /api/transfers", s.perimeter(s.postTransfer))
+	mux.HandleFunc("POST /api/transfers", s.perimeter(s.jsonBody(s.postTransfer)))
 	mux.HandleFunc("GET /api/transactions", s.perimeter(s.query(listRoute, s.listTransactions)))
 	mux.HandleFunc("GET /api/transactions/{txid}", s.perimeter(s.query(txRoute, s.getTransaction)))
 	mux.HandleFunc("GET /api/transactions/{txid}/events", s.perimeter(s.query(txRoute, s.getEvents)))
@@ -131,8 +176,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/banks", s.perimeter(s.listBanks))
 	mux.HandleFunc("GET /api/participants", s.perimeter(s.query(listRoute, s.listParticipants)))
 	mux.HandleFunc("GET /api/participants/{bank_id}", s.perimeter(s.query(operatorRoute, s.getParticipant)))
-	mux.HandleFunc("POST /api/participants", s.perimeter(s.operatorOnly(s.createParticipant)))
-	mux.HandleFunc("PUT /api/participants/{bank_id}", s.perimeter(s.operatorOnly(s.updateParticipant)))
+	mux.HandleFunc("POST /api/participants", s.perimeter(s.operatorOnly(s.jsonBody(s.createParticipant))))
+	mux.HandleFunc("PUT /api/participants/{bank_id}", s.perimeter(s.operatorOnly(s.jsonBody(s.updateParticipant))))
 	mux.HandleFunc("/api/", s.perimeter(s.notFound))
 	// bank ingress
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
@@ -160,8 +205,14 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 // Serve serves on ln until ctx is done, then shuts down gracefully: it
 // stops accepting connections and waits (up to ShutdownTimeout) for
 // in-flight requests to finish. It returns nil after a clean drain.
+// Headers are bounded in time (HeaderReadTimeout) and size
+// (MaxHeaderBytes); bodies in time by the edge (BodyReadTimeout).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if len(s.cfg.UIHosts) == 0 {
+		s.setUIHosts(loopbackHosts(ln.Addr()))
+	}
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: s.cfg.HeaderReadTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("gateway.started", "addr", ln.Addr().String())

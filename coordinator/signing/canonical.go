@@ -1,7 +1,6 @@
 package signing
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
 // Canonicalization is the value of signature.canonicalization this package
@@ -18,22 +18,12 @@ import (
 const Canonicalization = "FIXED"
 
 // Decode parses a JSON document keeping numbers exact (json.Number), as
-// Canonical needs them. Trailing data after the document is an error.
+// Canonical needs them, with coordinator/strictjson's rules: a repeated
+// key, invalid UTF-8 or trailing data is refused (INVALID_REQUEST naming
+// the problem, field and byte offset), so the signed document has one
+// reading only.
 func Decode(doc []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, invalidDoc(err, dec.InputOffset())
-	}
-	if dec.More() {
-		return nil, invalidDoc(fmt.Errorf("data after the JSON document"), dec.InputOffset())
-	}
-	return v, nil
-}
-
-func invalidDoc(err error, off int64) error {
-	return domainerr.Wrap("INVALID_REQUEST", err, "signed body is not a JSON document", map[string]any{"byte_offset": off})
+	return strictjson.Value(doc)
 }
 
 // LeafPointers lists, in ascending byte order, the JSON Pointer of every

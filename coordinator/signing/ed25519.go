@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -107,80 +109,134 @@ func CheckTime(sigTime string, now time.Time, skew time.Duration) (time.Time, er
 	return t, nil
 }
 
-// VerifyRequest checks the signature headers of a request with this method,
-// path and body. Key-id present: Ed25519 (KEY_NOT_FOUND, KEY_REVOKED,
-// KEY_EXPIRED, ZC_SIGNATURE_WRONG_OWNER, TIMESTAMP_SKEW,
-// EXTERNAL_SIGNATURE_INVALID, SIGNATURE_REPLAYED). Absent: HMAC-SHA256
-// (MISSING_SIGNATURE, INVALID_HMAC, TIMESTAMP_SKEW, SIGNATURE_REPLAYED).
-// The nonce is consumed only after the signature verified, so a forged
-// request cannot burn a legitimate nonce.
-func (v *Verifier) VerifyRequest(ctx context.Context, method, path string, h http.Header, body []byte) (keyID string, err error) {
-	keyID = h.Get(HeaderKeyID)
-	sig := h.Get(HeaderSignature)
-	env := Envelope{Method: method, Path: path, KeyID: keyID, Nonce: h.Get(HeaderNonce), SigTime: h.Get(HeaderTime), Body: body}
-	if keyID == "" {
-		return "", v.verifyHMAC(ctx, env, sig)
-	}
-	if sig == "" || env.Nonce == "" || env.SigTime == "" {
-		return keyID, domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature, nonce and signing time headers are required",
-			map[string]any{"key_id": keyID})
-	}
-	signedAt, err := CheckTime(env.SigTime, v.now(), v.skew())
-	if err != nil {
-		return keyID, err
-	}
-	k, err := v.Registry.Get(ctx, keyID)
-	if err != nil {
-		return keyID, err
-	}
-	if v.OwnerType != "" && k.OwnerType != v.OwnerType {
-		return keyID, domainerr.New("ZC_SIGNATURE_WRONG_OWNER", "key "+keyID+" is not owned by "+v.OwnerType,
-			map[string]any{"key_id": keyID, "owner_type": k.OwnerType})
-	}
-	if err := k.CheckUsable(signedAt); err != nil {
-		return keyID, err
-	}
-	msg, _, err := env.Message()
-	if err != nil {
-		return keyID, err
-	}
-	raw, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || !ed25519.Verify(k.PublicKey, msg, raw) {
-		return keyID, domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature does not verify with key "+keyID,
-			map[string]any{"key_id": keyID})
-	}
-	return keyID, v.Nonces.Use(ctx, keyID, env.Nonce)
+// maxHeaderValue bounds the key-id and nonce headers (longer values are
+// refused before any lookup).
+const maxHeaderValue = 128
+
+// Pending is a request whose signature headers passed every check that
+// needs no body: what the verifier knows before it reads the body. Verify
+// finishes the check over the body.
+type Pending struct {
+	v          *Verifier
+	keyID      string
+	nonce      string
+	sigTime    string
+	receivedAt time.Time
+	key        *Key   // nil on the HMAC path
+	sig        []byte // Ed25519 signature or HMAC
 }
 
-// hmacNonceKey is the key id under which HMAC-path nonces are consumed.
-const hmacNonceKey = "HMAC"
+// KeyID is the X-ZC-Key-Id the request named ("" on the HMAC path).
+func (p Pending) KeyID() string { return p.keyID }
 
-func (v *Verifier) verifyHMAC(ctx context.Context, env Envelope, sig string) error {
+// CheckHeaders runs every check that needs only the headers, in the order
+// of VerifyRequest, at the verifier's receive time (its clock now): header
+// presence and shape (the signature must decode to an Ed25519 signature or
+// an HMAC-SHA256), signing time within the skew, and on the Ed25519 path
+// the key (KEY_NOT_FOUND, ZC_SIGNATURE_WRONG_OWNER, KEY_REVOKED,
+// KEY_EXPIRED): the key must be usable both when the request says it was
+// signed and when it is received, so a key revoked at R verifies nothing
+// received after R whatever signing time the signer claims.
+func (v *Verifier) CheckHeaders(ctx context.Context, h http.Header) (Pending, error) {
+	p := Pending{v: v, keyID: h.Get(HeaderKeyID), nonce: h.Get(HeaderNonce), sigTime: h.Get(HeaderTime), receivedAt: v.now()}
+	sig := h.Get(HeaderSignature)
+	if p.keyID == "" {
+		return p, v.checkHMACHeaders(&p, sig)
+	}
+	if sig == "" || p.nonce == "" || p.sigTime == "" {
+		return p, domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature, nonce and signing time headers are required",
+			map[string]any{"key_id": p.keyID})
+	}
+	if len(p.keyID) > maxHeaderValue || len(p.nonce) > maxHeaderValue {
+		return p, domainerr.New("EXTERNAL_SIGNATURE_INVALID", fmt.Sprintf("key id and nonce headers are at most %d bytes", maxHeaderValue), nil)
+	}
+	raw, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(raw) != ed25519.SignatureSize {
+		return p, domainerr.New("EXTERNAL_SIGNATURE_INVALID", "the signature header is not a base64 Ed25519 signature",
+			map[string]any{"key_id": p.keyID})
+	}
+	p.sig = raw
+	signedAt, err := CheckTime(p.sigTime, p.receivedAt, v.skew())
+	if err != nil {
+		return p, err
+	}
+	k, err := v.Registry.Get(ctx, p.keyID)
+	if err != nil {
+		return p, err
+	}
+	if v.OwnerType != "" && k.OwnerType != v.OwnerType {
+		return p, domainerr.New("ZC_SIGNATURE_WRONG_OWNER", "key "+p.keyID+" is not owned by "+v.OwnerType,
+			map[string]any{"key_id": p.keyID, "owner_type": k.OwnerType})
+	}
+	if err := k.CheckUsableAt(signedAt, p.receivedAt); err != nil {
+		return p, err
+	}
+	p.key = &k
+	return p, nil
+}
+
+func (v *Verifier) checkHMACHeaders(p *Pending, sig string) error {
 	if sig == "" {
 		return domainerr.New("MISSING_SIGNATURE", "request is not signed", nil)
 	}
 	if v.HMAC == nil {
 		return domainerr.New("INVALID_HMAC", "the HMAC path is not configured on this verifier", nil)
 	}
-	if env.Nonce == "" || env.SigTime == "" {
+	if p.nonce == "" || p.sigTime == "" {
 		return domainerr.New("INVALID_HMAC", "nonce and signing time headers are required", nil)
 	}
-	if _, err := CheckTime(env.SigTime, v.now(), v.skew()); err != nil {
-		return err
+	if len(p.nonce) > maxHeaderValue {
+		return domainerr.New("INVALID_HMAC", fmt.Sprintf("the nonce header is at most %d bytes", maxHeaderValue), nil)
 	}
+	mac, err := hex.DecodeString(sig)
+	if err != nil || len(mac) != sha256.Size {
+		return domainerr.New("INVALID_HMAC", "signature is not a hex HMAC-SHA256", nil)
+	}
+	p.sig = mac
+	_, err = CheckTime(p.sigTime, p.receivedAt, v.skew())
+	return err
+}
+
+// Verify finishes the check of a request whose headers passed
+// CheckHeaders: the signature over this method, path and body
+// (EXTERNAL_SIGNATURE_INVALID / INVALID_HMAC), then the nonce is consumed
+// (SIGNATURE_REPLAYED). The nonce is consumed only after the signature
+// verified, so a forged request cannot burn a legitimate nonce.
+func (p Pending) Verify(ctx context.Context, method, path string, body []byte) error {
+	env := Envelope{Method: method, Path: path, KeyID: p.keyID, Nonce: p.nonce, SigTime: p.sigTime, Body: body}
 	msg, _, err := env.Message()
 	if err != nil {
 		return err
 	}
-	mac, err := hex.DecodeString(sig)
-	if err != nil {
-		return domainerr.New("INVALID_HMAC", "signature is not hex", nil)
+	if p.key == nil {
+		if err := p.v.HMAC.VerifyMAC(msg, p.sig, p.receivedAt); err != nil {
+			return err
+		}
+		return p.v.Nonces.Use(ctx, hmacNonceKey, p.nonce)
 	}
-	if err := v.HMAC.VerifyMAC(msg, mac, v.now()); err != nil {
-		return err
+	if !ed25519.Verify(p.key.PublicKey, msg, p.sig) {
+		return domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature does not verify with key "+p.keyID,
+			map[string]any{"key_id": p.keyID})
 	}
-	return v.Nonces.Use(ctx, hmacNonceKey, env.Nonce)
+	return p.v.Nonces.Use(ctx, p.keyID, p.nonce)
 }
+
+// VerifyRequest checks the signature headers of a request with this method,
+// path and body: CheckHeaders, then Pending.Verify. Key-id present: Ed25519
+// (KEY_NOT_FOUND, KEY_REVOKED, KEY_EXPIRED, ZC_SIGNATURE_WRONG_OWNER,
+// TIMESTAMP_SKEW, EXTERNAL_SIGNATURE_INVALID, SIGNATURE_REPLAYED). Absent:
+// HMAC-SHA256 (MISSING_SIGNATURE, INVALID_HMAC, TIMESTAMP_SKEW,
+// SIGNATURE_REPLAYED).
+func (v *Verifier) VerifyRequest(ctx context.Context, method, path string, h http.Header, body []byte) (keyID string, err error) {
+	p, err := v.CheckHeaders(ctx, h)
+	if err != nil {
+		return p.keyID, err
+	}
+	return p.keyID, p.Verify(ctx, method, path, body)
+}
+
+// hmacNonceKey is the key id under which HMAC-path nonces are consumed.
+const hmacNonceKey = "HMAC"
 
 // HMACSigner signs with the current shared secret only (spec 002 §12.6.4:
 // never with the previous one).
@@ -231,7 +287,8 @@ func (v *Verifier) VerifyQuery(ctx context.Context, h http.Header, method, path,
 	if keyID == "" || sig == "" || q.Nonce == "" || q.SigTime == "" {
 		return domainerr.New("EXTERNAL_SIGNATURE_INVALID", "participant signature headers are incomplete", map[string]any{"key_id": keyID})
 	}
-	signedAt, err := CheckTime(q.SigTime, v.now(), v.skew())
+	now := v.now() // the receive time: revocation and validity are judged at it too
+	signedAt, err := CheckTime(q.SigTime, now, v.skew())
 	if err != nil {
 		return err
 	}
@@ -243,7 +300,7 @@ func (v *Verifier) VerifyQuery(ctx context.Context, h http.Header, method, path,
 		return domainerr.New("EXTERNAL_SIGNATURE_INVALID", "key "+keyID+" is not a PARTICIPANT key of bank "+bankID,
 			map[string]any{"key_id": keyID, "owner_type": k.OwnerType, "owner_ref": k.OwnerRef})
 	}
-	if err := k.CheckUsable(signedAt); err != nil {
+	if err := k.CheckUsableAt(signedAt, now); err != nil {
 		return err
 	}
 	raw, err := base64.StdEncoding.DecodeString(sig)

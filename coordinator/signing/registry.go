@@ -177,17 +177,31 @@ func (r *Registry) HasActiveKey(ctx context.Context, ownerType, ownerRef string)
 
 // CheckUsable checks that k may verify a signature made at signedAt:
 // ACTIVE and within [valid_from, valid_to) (else KEY_EXPIRED), and signed
-// before revoked_at (else KEY_REVOKED).
+// before revoked_at (else KEY_REVOKED). A verifier of a request it
+// receives uses CheckUsableAt with its receive time as well.
 func (k Key) CheckUsable(signedAt time.Time) error {
+	return k.CheckUsableAt(signedAt, signedAt)
+}
+
+// CheckUsableAt checks that k is usable at both instants: signedAt (what
+// the signer claims) and receivedAt (the verifier's clock when the request
+// arrived). Revocation and validity are judged at each, so a signer that
+// sets its signing time back before revoked_at or valid_to gains nothing:
+// a key revoked at R verifies no request received at or after R.
+func (k Key) CheckUsableAt(signedAt, receivedAt time.Time) error {
 	d := map[string]any{"key_id": k.KeyID}
-	if k.RevokedAt != nil && !signedAt.Before(*k.RevokedAt) {
-		return domainerr.New("KEY_REVOKED", "key "+k.KeyID+" was revoked at "+clock.Stamp(*k.RevokedAt), d)
+	for _, at := range []time.Time{signedAt, receivedAt} {
+		if k.RevokedAt != nil && !at.Before(*k.RevokedAt) {
+			return domainerr.New("KEY_REVOKED", "key "+k.KeyID+" was revoked at "+clock.Stamp(*k.RevokedAt), d)
+		}
 	}
 	if k.Status != KeyActive {
 		return domainerr.New("KEY_EXPIRED", "key "+k.KeyID+" is "+k.Status, d)
 	}
-	if signedAt.Before(k.ValidFrom) || (k.ValidTo != nil && !signedAt.Before(*k.ValidTo)) {
-		return domainerr.New("KEY_EXPIRED", "key "+k.KeyID+" is outside its validity period", d)
+	for _, at := range []time.Time{signedAt, receivedAt} {
+		if at.Before(k.ValidFrom) || (k.ValidTo != nil && !at.Before(*k.ValidTo)) {
+			return domainerr.New("KEY_EXPIRED", "key "+k.KeyID+" is outside its validity period", d)
+		}
 	}
 	return nil
 }

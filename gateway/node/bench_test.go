@@ -66,6 +66,7 @@ func benchTransfers(b *testing.B, clients int, closed bool) {
 		body := transferBody(fmt.Sprintf("bench-%d-%d", clients, i), 100, fmt.Sprintf("h:001-%04d", acct), fmt.Sprintf("h:002-%04d", acct))
 		req, _ := http.NewRequest("POST", n.URL+"/api/transfers", strings.NewReader(body))
 		req.Header.Set("X-Api-Key", key)
+		req.Header.Set("Content-Type", "application/json")
 		t := time.Now()
 		res, err := client.Do(req)
 		if err != nil {

@@ -67,6 +67,9 @@ func (a answer) field(k string) string {
 func (n *Node) do(t testing.TB, method, path, key string, hdr map[string]string, body string) answer {
 	t.Helper()
 	req, _ := http.NewRequest(method, n.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("X-Api-Key", key)
 	}
