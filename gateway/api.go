@@ -12,6 +12,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -107,12 +108,20 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	key := req.IdempotencyKey
+	key, keyField := req.IdempotencyKey, "idempotency_key"
 	if key == "" {
-		key = r.Header.Get("Idempotency-Key")
+		key, keyField = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
 	}
 	if key == "" {
 		writeError(w, r, domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"}))
+		return
+	}
+	if err := ident.Check(ident.IdempotencyKey, keyField, key); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := orchestrator.CheckIdentifiers(req.PaymentInitiated); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	issuer := p.BankID
@@ -122,6 +131,13 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 		issuer = req.Payer.BankID // the demo UI acts for the payer bank
 	default:
 		writeError(w, r, domainerr.New("UNAUTHORIZED", "only a participant bank may originate a transfer", map[string]any{"scope": p.Scope}))
+		return
+	}
+	// A client-chosen txid lives in its payer's namespace, so it can
+	// never collide with another pair's transfer: the answer outside it
+	// is decided before any lookup and says nothing about existence.
+	if req.TxID != "" && !ident.InNamespace(req.TxID, issuer) {
+		writeError(w, r, orchestrator.ErrTxIDNotUsable(issuer))
 		return
 	}
 	res, err := s.cfg.Coordinator.Submit(r.Context(), req.PaymentInitiated, key, issuer)

@@ -115,6 +115,9 @@ func CheckTime(sigTime string, now time.Time, skew time.Duration) (time.Time, er
 // The nonce is consumed only after the signature verified, so a forged
 // request cannot burn a legitimate nonce.
 func (v *Verifier) VerifyRequest(ctx context.Context, method, path string, h http.Header, body []byte) (keyID string, err error) {
+	if err := checkHeaderIdents(h, HeaderKeyID, HeaderNonce); err != nil {
+		return "", err
+	}
 	keyID = h.Get(HeaderKeyID)
 	sig := h.Get(HeaderSignature)
 	env := Envelope{Method: method, Path: path, KeyID: keyID, Nonce: h.Get(HeaderNonce), SigTime: h.Get(HeaderTime), Body: body}
@@ -224,6 +227,9 @@ func SignQuery(keyID string, priv ed25519.PrivateKey, now time.Time, method, pat
 // failure is returned with its specific code (the gateway answers 403
 // PARTICIPANT_SIGNATURE_INVALID with it as the cause).
 func (v *Verifier) VerifyQuery(ctx context.Context, h http.Header, method, path, bankID, purpose string) error {
+	if err := checkHeaderIdents(h, HeaderParticipantKeyID, HeaderParticipantNonce); err != nil {
+		return err
+	}
 	keyID := h.Get(HeaderParticipantKeyID)
 	q := QueryPayload{Method: method, Path: path, BankID: bankID, PurposeCode: purpose,
 		Nonce: h.Get(HeaderParticipantNonce), SigTime: h.Get(HeaderParticipantTime)}
