@@ -33,13 +33,24 @@ func need(cmd Command, pairs ...string) error {
 // coordinator/ident kind; any other field named to need/identCheck is a
 // free-text or enumerated field checked by its Validate.
 var fieldKinds = map[string]ident.Kind{
-	"request_id": ident.RequestID, "txid": ident.TxID,
-	"account_hash": ident.AccountHash, "payer_account_hash": ident.AccountHash, "payee_account_hash": ident.AccountHash,
-	"target_account_hash": ident.AccountHash,
-	"payer_bank_id":       ident.BankID, "payee_bank_id": ident.BankID,
-	"pspr_ref": ident.PSPRRef, "vault_ref": ident.VaultRef, "purpose": ident.Purpose,
-	"gtid": ident.BankRef, "leg_id": ident.BankRef, "rtp_id": ident.BankRef, "verification_id": ident.BankRef,
-	"reservation_ref": ident.BankRef, "decision_proof_ref": ident.BankRef, "h_reservation.reservation_id": ident.BankRef,
+	"request_id":                   ident.RequestID,
+	"txid":                         ident.TxID,
+	"account_hash":                 ident.AccountHash,
+	"payer_account_hash":           ident.AccountHash,
+	"payee_account_hash":           ident.AccountHash,
+	"target_account_hash":          ident.AccountHash,
+	"payer_bank_id":                ident.BankID,
+	"payee_bank_id":                ident.BankID,
+	"pspr_ref":                     ident.PSPRRef,
+	"vault_ref":                    ident.VaultRef,
+	"purpose":                      ident.Purpose,
+	"gtid":                         ident.BankRef,
+	"leg_id":                       ident.BankRef,
+	"rtp_id":                       ident.BankRef,
+	"verification_id":              ident.BankRef,
+	"reservation_ref":              ident.BankRef,
+	"decision_proof_ref":           ident.BankRef,
+	"h_reservation.reservation_id": ident.BankRef,
 }
 
 // identCheck checks the (field, value) pairs whose field has a kind in
