@@ -154,8 +154,14 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res)
 }
 
-func (s *Server) getTransaction(w http.ResponseWriter, r *http.Request, _ subject, v *orchestrator.View) {
-	writeJSON(w, http.StatusOK, NewQueryResponse(*v, s.cfg.FreshnessRed))
+func (s *Server) getTransaction(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View) {
+	b, err := json.Marshal(NewQueryResponse(*v, s.cfg.FreshnessRed))
+	if err != nil {
+		writeError(w, r, fmt.Errorf("gateway: encode query response: %w", err))
+		return
+	}
+	b, _ = viewerOf(sub, v).Filter(b)
+	writeRaw(w, http.StatusOK, b)
 }
 
 // Event is one FinalityLog entry of a transfer's chain.
@@ -169,10 +175,15 @@ type Event struct {
 	LogID      string          `json:"log_id"`
 	EntryHash  string          `json:"entry_hash"`
 	PrevHash   string          `json:"prev_hash"`
+	// Redacted is true when members the reader may not see were removed
+	// from Payload (Visibility): entry_hash no longer verifies over it
+	// (GET .../verify checks the stored chain).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
-func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ subject, v *orchestrator.View) {
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View) {
 	var out []Event
+	viewer := viewerOf(sub, v)
 	err := s.cfg.DB.Read(r.Context(), func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(r.Context(), `SELECT event_seq, event_type, COALESCE(state_from,''), state_to, payload_json, occurred_at,
 			log_id, COALESCE(entry_hash,''), COALESCE(prev_hash,'') FROM FinalityLog WHERE txid = ? ORDER BY event_seq`, v.TxID)
@@ -190,6 +201,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ subject, v 
 			if !json.Valid(e.Payload) {
 				e.Payload, _ = json.Marshal(payload)
 			}
+			e.Payload, e.Redacted = viewer.Filter(e.Payload)
 			out = append(out, e)
 		}
 		return rows.Err()
