@@ -113,6 +113,9 @@ func TestQueryIdentifiersAreRefusedAtTheEdge(t *testing.T) {
 	if n := f.countRows(`SELECT COUNT(*) FROM IdempotencyKeys WHERE length(key) > 1024`); n != 0 {
 		t.Errorf("the 60 KB nonce was stored")
 	}
+	if r := f.do("GET", "/api/banks", map[string]string{"X-Api-Key": key001, "X-Request-Id": `a"b<script>`}, ""); !strings.HasPrefix(r.header.Get("X-Request-Id"), "req-") {
+		t.Errorf("a request id outside the grammar was honoured: %q", r.header.Get("X-Request-Id"))
+	}
 }
 
 var requestIDRe = regexp.MustCompile(`"request_id":"[^"]*"`)
