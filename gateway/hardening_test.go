@@ -118,6 +118,28 @@ func TestQueryIdentifiersAreRefusedAtTheEdge(t *testing.T) {
 	}
 }
 
+// Item 2 on the bank ingress: a 60 KB or control-byte nonce or key id is
+// refused naming the header, and never reaches the adapter.
+func TestIngressSignatureHeadersFollowTheGrammar(t *testing.T) {
+	f := newFixture(t, nil)
+	body := `{"request_id":"r1","txid":"TX-1","amount":{"value":1200,"currency":"JPY"},"account_hash":"h:a"}`
+	for _, c := range []struct{ header, value string }{
+		{"X-ZC-Sig-Nonce", strings.Repeat("n", 60<<10)},
+		{"X-ZC-Sig-Nonce", "n\x00n"},
+		{"X-ZC-Key-Id", "KEY ZC"},
+	} {
+		h := f.ingressHeaders("KEY-ZC-1", f.zcPriv, t0, body)
+		h[http.CanonicalHeaderKey(c.header)] = c.value
+		r := f.do("POST", "/bank/001/zc-ingress/reserve-funds", h, body)
+		if d, _ := r.json(t)["details"].(map[string]any); r.status != 400 || r.code(t) != "INVALID_REQUEST" || d["field"] != c.header {
+			t.Errorf("%s %.20q: %d %.300s", c.header, c.value, r.status, r.body)
+		}
+	}
+	if f.bank.count() != 0 {
+		t.Fatalf("%d requests reached the adapter", f.bank.count())
+	}
+}
+
 var requestIDRe = regexp.MustCompile(`"request_id":"[^"]*"`)
 
 // Issue 10 item 4: a bank that is no party to a transfer cannot tell from
