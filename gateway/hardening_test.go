@@ -119,7 +119,9 @@ func TestQueryIdentifiersAreRefusedAtTheEdge(t *testing.T) {
 }
 
 // Item 2 on the bank ingress: a 60 KB or control-byte nonce or key id is
-// refused naming the header, and never reaches the adapter.
+// refused before any key lookup or nonce write, and never reaches the
+// adapter. Spec 004 makes every ingress signature failure 401
+// INVALID_SIGNATURE; details.cause is the grammar's INVALID_REQUEST.
 func TestIngressSignatureHeadersFollowTheGrammar(t *testing.T) {
 	f := newFixture(t, nil)
 	body := `{"request_id":"r1","txid":"TX-1","amount":{"value":1200,"currency":"JPY"},"account_hash":"h:a"}`
@@ -131,12 +133,15 @@ func TestIngressSignatureHeadersFollowTheGrammar(t *testing.T) {
 		h := f.ingressHeaders("KEY-ZC-1", f.zcPriv, t0, body)
 		h[http.CanonicalHeaderKey(c.header)] = c.value
 		r := f.do("POST", "/bank/001/zc-ingress/reserve-funds", h, body)
-		if d, _ := r.json(t)["details"].(map[string]any); r.status != 400 || r.code(t) != "INVALID_REQUEST" || d["field"] != c.header {
+		if d, _ := r.json(t)["details"].(map[string]any); r.status != 401 || r.code(t) != "INVALID_SIGNATURE" || d["cause"] != "INVALID_REQUEST" {
 			t.Errorf("%s %.20q: %d %.300s", c.header, c.value, r.status, r.body)
 		}
 	}
 	if f.bank.count() != 0 {
 		t.Fatalf("%d requests reached the adapter", f.bank.count())
+	}
+	if n := f.countRows(`SELECT COUNT(*) FROM IdempotencyKeys WHERE length(key) > 1024`); n != 0 {
+		t.Fatalf("the 60 KB nonce was stored")
 	}
 }
 

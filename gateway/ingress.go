@@ -33,7 +33,7 @@ func (s *Server) ingress(w http.ResponseWriter, r *http.Request) {
 		s.metrics.signatureFailures.Add(1)
 		loggerFrom(r).WarnContext(r.Context(), "ingress.signature_refused", "bank_id", bank, "command", r.PathValue("command"),
 			"key_id", keyID, "cause", code)
-		if code == "MISSING_SIGNATURE" || code == "INVALID_REQUEST" { // INVALID_REQUEST: a key id or nonce header outside coordinator/ident, named
+		if code == "MISSING_SIGNATURE" {
 			writeError(w, r, err)
 			return
 		}
