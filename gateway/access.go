@@ -291,11 +291,11 @@ func (s *Server) checkParticipantSignature(r *http.Request, sub *subject) error 
 		loggerFrom(r).WarnContext(r.Context(), "access.violation_detected", "bank_id", sub.BankID, "path", auditResource(r),
 			"cause", domainerr.Code(err))
 		s.recordViolation(r, sub.BankID, domainerr.Code(err))
-		if domainerr.Code(err) == "INVALID_REQUEST" { // a malformed key id or nonce header: name it
-			return err
+		details := map[string]any{"bank_id": sub.BankID, "cause": domainerr.Code(err)}
+		if de, ok := domainerr.As(err); ok && de.Code == "INVALID_REQUEST" { // a key id or nonce header outside coordinator/ident
+			details["field"] = de.Details["field"]
 		}
-		return domainerr.Wrap("PARTICIPANT_SIGNATURE_INVALID", err, "participant signature is not valid",
-			map[string]any{"bank_id": sub.BankID, "cause": domainerr.Code(err)})
+		return domainerr.Wrap("PARTICIPANT_SIGNATURE_INVALID", err, "participant signature is not valid", details)
 	}
 	sub.Authenticated = true
 	return nil

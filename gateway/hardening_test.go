@@ -107,7 +107,8 @@ func TestQueryIdentifiersAreRefusedAtTheEdge(t *testing.T) {
 	h := f.signedQuery(path, "004", "P01", t0)
 	h["X-Participant-Sig-Nonce"] = strings.Repeat("n", 60<<10)
 	r = f.do("GET", path, merge(map[string]string{"X-Api-Key": key004, "X-Purpose-Code": "P01"}, h), "")
-	if d, _ := r.json(t)["details"].(map[string]any); r.status != 400 || r.code(t) != "INVALID_REQUEST" || d["field"] != "X-Participant-Sig-Nonce" {
+	if d, _ := r.json(t)["details"].(map[string]any); r.status != 403 || r.code(t) != "PARTICIPANT_SIGNATURE_INVALID" ||
+		d["cause"] != "INVALID_REQUEST" || d["field"] != "X-Participant-Sig-Nonce" {
 		t.Errorf("60 KB nonce: %d %.300s", r.status, r.body)
 	}
 	if n := f.countRows(`SELECT COUNT(*) FROM IdempotencyKeys WHERE length(key) > 1024`); n != 0 {
