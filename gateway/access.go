@@ -3,12 +3,15 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -103,10 +106,14 @@ type subject struct {
 	Type          string // OPERATOR | PARTICIPANT
 	BankID        string
 	Purpose       string
-	Authenticated bool // participant proved its identity with a registered key
+	Authenticated bool   // participant proved its identity with a registered key
+	Credential    string // operator: which credential (credentialOf), never the secret
 }
 
 func (sub subject) auditID() string {
+	if sub.Type == SubjectOperator {
+		return sub.Credential
+	}
 	if sub.Type != SubjectParticipant {
 		return ""
 	}
@@ -133,10 +140,7 @@ type queryFunc func(w http.ResponseWriter, r *http.Request, sub subject, v *orch
 func (s *Server) query(kind routeKind, next queryFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r)
-		resource := r.URL.Path
-		if len(resource) > 5 && resource[:5] == "/api/" {
-			resource = resource[5:]
-		}
+		resource := auditResource(r)
 		purpose := r.Header.Get(HeaderPurposeCode)
 		sub := subject{Purpose: purpose}
 		deny := func(err error, subjType string) {
@@ -146,7 +150,7 @@ func (s *Server) query(kind routeKind, next queryFunc) http.HandlerFunc {
 		}
 		switch p.Scope {
 		case signing.ScopeOperator:
-			sub.Type = SubjectOperator
+			sub.Type, sub.Credential = SubjectOperator, credentialOf(r, p)
 		case signing.ScopeParticipant:
 			sub.Type, sub.BankID = SubjectParticipant, p.BankID
 		}
@@ -176,11 +180,15 @@ func (s *Server) query(kind routeKind, next queryFunc) http.HandlerFunc {
 				deny(domainerr.New("CROSS_PARTICIPANT_SCOPE", "a participant may query only its own transactions by id", nil), sub.Type)
 				return
 			}
-			s.record(r, AccessRecord{SubjectType: sub.Type, PurposeCode: purpose, Resource: resource, Decision: Permit})
+			s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: purpose, Resource: resource, Decision: Permit})
 			next(w, r, sub, nil)
 			return
 		}
 		txid := r.PathValue("txid")
+		if err := ident.Check(ident.TxID, "txid", txid); err != nil {
+			deny(err, sub.Type) // no transfer can have it: refused before any lookup
+			return
+		}
 		v, err := s.cfg.Coordinator.Query(r.Context(), txid)
 		if domainerr.Has(err, "TX_NOT_FOUND") {
 			deny(notFoundTx(txid), sub.Type)
@@ -199,6 +207,58 @@ func (s *Server) query(kind routeKind, next queryFunc) http.HandlerFunc {
 		s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: purpose, Resource: resource, Decision: Permit})
 		next(w, r, sub, &v)
 	}
+}
+
+// MaxAuditResource bounds the resource (request path) stored in an
+// AccessAuditLog row or a violation sample; a longer one is cut with a
+// "...[+N bytes]" marker (ident.Truncate).
+const MaxAuditResource = 256
+
+// auditResource is the stored resource of a request: its path without
+// the /api/ prefix, bounded by MaxAuditResource.
+func auditResource(r *http.Request) string {
+	resource := r.URL.Path
+	if len(resource) > 5 && resource[:5] == "/api/" {
+		resource = resource[5:]
+	}
+	return ident.Truncate(resource, MaxAuditResource)
+}
+
+// Operator credential kinds as AccessAuditLog.subject_id names them:
+// "api-key:<configured name>", "cron-secret", "unauthenticated-ui".
+const (
+	credentialAPIKey = "api-key"
+	credentialCron   = "cron-secret"
+	credentialUI     = "unauthenticated-ui"
+)
+
+// credentialOf names the credential an authenticated request used, in the
+// order the perimeter tries them: X-Cron-Secret, then an API key (named
+// by its configured name), else the unauthenticated UI.
+func credentialOf(r *http.Request, p signing.Principal) string {
+	switch {
+	case r.Header.Get(HeaderCronSecret) != "":
+		return credentialCron
+	case signing.Presented(r.Header) != "":
+		name := p.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return credentialAPIKey + ":" + ident.Truncate(name, 64)
+	}
+	return credentialUI
+}
+
+// recordRefusedCredential writes the AccessAuditLog row of a read (GET)
+// refused at the perimeter because the credential it presented (kind:
+// credentialAPIKey or credentialCron) is not valid. The subject is
+// UNIDENTIFIED and the row names only the kind, never the secret.
+func (s *Server) recordRefusedCredential(r *http.Request, kind string) {
+	if r.Method != http.MethodGet {
+		return
+	}
+	s.record(r, AccessRecord{SubjectType: SubjectUnidentified, SubjectID: "credential:" + kind,
+		PurposeCode: nullPurpose(r.Header.Get(HeaderPurposeCode)), Resource: auditResource(r), Decision: Deny, ReasonCode: "UNAUTHORIZED"})
 }
 
 func nullPurpose(p string) string {
@@ -228,26 +288,62 @@ func (s *Server) checkParticipantSignature(r *http.Request, sub *subject) error 
 		return nil
 	}
 	if err := s.cfg.Queries.VerifyQuery(r.Context(), r.Header, r.Method, r.URL.Path, sub.BankID, sub.Purpose); err != nil {
-		loggerFrom(r).WarnContext(r.Context(), "access.violation_detected", "bank_id", sub.BankID, "path", r.URL.Path,
+		loggerFrom(r).WarnContext(r.Context(), "access.violation_detected", "bank_id", sub.BankID, "path", auditResource(r),
 			"cause", domainerr.Code(err))
 		s.recordViolation(r, sub.BankID, domainerr.Code(err))
-		return domainerr.Wrap("PARTICIPANT_SIGNATURE_INVALID", err, "participant signature is not valid",
-			map[string]any{"bank_id": sub.BankID, "cause": domainerr.Code(err)})
+		details := map[string]any{"bank_id": sub.BankID, "cause": domainerr.Code(err)}
+		if de, ok := domainerr.As(err); ok && de.Code == "INVALID_REQUEST" { // a key id or nonce header outside coordinator/ident
+			details["field"] = de.Details["field"]
+		}
+		return domainerr.Wrap("PARTICIPANT_SIGNATURE_INVALID", err, "participant signature is not valid", details)
 	}
 	sub.Authenticated = true
 	return nil
 }
 
-// recordViolation appends DataAccessViolationDetected to the GLOBAL chain:
-// an invalid signature against a registered key is the shape of
-// impersonation (spec 004). A failure is logged; the request is refused
-// either way.
+// ViolationWindow is the aggregation window of participant signature
+// violations: the first violation of a participant in a window appends
+// one DataAccessViolationDetected entry to the GLOBAL chain; the others
+// only count in that window's AccessViolationWindows row (with the last
+// sample). Each refused request also keeps its own AccessAuditLog row.
+const ViolationWindow = 5 * time.Minute
+
+// recordViolation records an invalid participant signature against a
+// registered key, the shape of impersonation (spec 004), in one write
+// transaction: a guarded insert of the (bank, window) row; when it is new,
+// the GLOBAL-chain entry with the first sample; otherwise a guarded
+// increment of the count and the last sample. A failure is logged; the
+// request is refused either way.
 func (s *Server) recordViolation(r *http.Request, bankID, cause string) {
 	ctx := context.WithoutCancel(r.Context())
+	now := s.clk.Now().UTC()
+	window := clock.Stamp(now.Truncate(ViolationWindow))
+	at := clock.Stamp(now)
+	sample := map[string]any{"key_id": ident.Truncate(r.Header.Get(signing.HeaderParticipantKeyID), 64),
+		"path": auditResource(r), "method": ident.Truncate(r.Method, 16), "cause": cause, "request_id": requestID(r)}
+	sampleJSON, _ := json.Marshal(sample)
 	err := s.cfg.DB.Write(ctx, func(tx *store.Tx) error {
-		_, err := s.cfg.FinalityLog.Append(ctx, tx, finality.Event{Type: finality.DataAccessViolationDetected, StateTo: "DETECTED",
-			Payload: map[string]any{"bank_id": bankID, "key_id": r.Header.Get(signing.HeaderParticipantKeyID), "path": r.URL.Path,
-				"method": r.Method, "cause": cause, "request_id": requestID(r)}})
+		first, err := store.Insert(ctx, tx, "AccessViolationWindows",
+			[]string{"bank_id", "window_start", "violations", "first_at", "first_sample", "last_at", "last_sample"},
+			bankID, window, 1, at, string(sampleJSON), at, string(sampleJSON))
+		if err != nil {
+			return err
+		}
+		if !first {
+			_, err := store.Applied(tx.ExecContext(ctx, `UPDATE AccessViolationWindows SET violations = violations + 1, last_at = ?, last_sample = ?
+				WHERE bank_id = ? AND window_start = ?`, at, string(sampleJSON), bankID, window))
+			return err
+		}
+		payload := map[string]any{"bank_id": bankID, "window_start": window, "window_sec": int64(ViolationWindow / time.Second),
+			"aggregated_in": "AccessViolationWindows"}
+		for k, v := range sample {
+			payload[k] = v
+		}
+		entry, err := s.cfg.FinalityLog.Append(ctx, tx, finality.Event{Type: finality.DataAccessViolationDetected, StateTo: "DETECTED", Payload: payload})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE AccessViolationWindows SET log_id = ? WHERE bank_id = ? AND window_start = ?`, entry.LogID, bankID, window)
 		return err
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -89,17 +90,32 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	key := req.IdempotencyKey
+	key, keyField := req.IdempotencyKey, "idempotency_key"
 	if key == "" {
-		key = r.Header.Get("Idempotency-Key")
+		key, keyField = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
 	}
 	if key == "" {
 		writeError(w, r, domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"}))
 		return
 	}
+	if err := ident.Check(ident.IdempotencyKey, keyField, key); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := orchestrator.CheckIdentifiers(req.PaymentInitiated); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	issuer := p.BankID
 	if p.Scope != signing.ScopeParticipant { // authenticated, not allowed: 403
 		writeErrorStatus(w, r, http.StatusForbidden, domainerr.New("UNAUTHORIZED", "only a participant bank may originate a transfer", map[string]any{"scope": p.Scope}))
+		return
+	}
+	// A client-chosen txid lives in its payer's namespace, so it can
+	// never collide with another pair's transfer: the answer outside it
+	// is decided before any lookup and says nothing about existence.
+	if req.TxID != "" && !ident.InNamespace(req.TxID, issuer) {
+		writeError(w, r, orchestrator.ErrTxIDNotUsable(issuer))
 		return
 	}
 	res, err := s.cfg.Coordinator.Submit(r.Context(), req.PaymentInitiated, key, issuer)
@@ -116,8 +132,14 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res)
 }
 
-func (s *Server) getTransaction(w http.ResponseWriter, r *http.Request, _ subject, v *orchestrator.View) {
-	writeJSON(w, http.StatusOK, NewQueryResponse(*v, s.cfg.FreshnessRed))
+func (s *Server) getTransaction(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View) {
+	b, err := json.Marshal(NewQueryResponse(*v, s.cfg.FreshnessRed))
+	if err != nil {
+		writeError(w, r, fmt.Errorf("gateway: encode query response: %w", err))
+		return
+	}
+	b, _ = viewerOf(sub, v).Filter(b)
+	writeRaw(w, http.StatusOK, b)
 }
 
 // Event is one FinalityLog entry of a transfer's chain.
@@ -131,10 +153,15 @@ type Event struct {
 	LogID      string          `json:"log_id"`
 	EntryHash  string          `json:"entry_hash"`
 	PrevHash   string          `json:"prev_hash"`
+	// Redacted is true when members the reader may not see were removed
+	// from Payload (Visibility): entry_hash no longer verifies over it
+	// (GET .../verify checks the stored chain).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
-func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ subject, v *orchestrator.View) {
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View) {
 	var out []Event
+	viewer := viewerOf(sub, v)
 	err := s.cfg.DB.Read(r.Context(), func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(r.Context(), `SELECT event_seq, event_type, COALESCE(state_from,''), state_to, payload_json, occurred_at,
 			log_id, COALESCE(entry_hash,''), COALESCE(prev_hash,'') FROM FinalityLog WHERE txid = ? ORDER BY event_seq`, v.TxID)
@@ -152,6 +179,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ subject, v 
 			if !json.Valid(e.Payload) {
 				e.Payload, _ = json.Marshal(payload)
 			}
+			e.Payload, e.Redacted = viewer.Filter(e.Payload)
 			out = append(out, e)
 		}
 		return rows.Err()

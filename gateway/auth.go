@@ -40,12 +40,14 @@ func (s *Server) perimeter(next http.HandlerFunc) http.HandlerFunc {
 		ok := false
 		if sec := r.Header.Get(HeaderCronSecret); sec != "" {
 			if !signing.ConstantTimeEqual(sec, s.cfg.CronSecret) {
+				s.recordRefusedCredential(r, credentialCron)
 				writeError(w, r, domainerr.New("UNAUTHORIZED", "X-Cron-Secret is not valid", nil))
 				return
 			}
 			p, ok = signing.Principal{Scope: signing.ScopeOperator, Name: "cron-secret"}, true
 		} else if key := signing.Presented(r.Header); key != "" {
 			if p, ok = s.cfg.APIKeys.Authenticate(key, now); !ok {
+				s.recordRefusedCredential(r, credentialAPIKey)
 				writeError(w, r, domainerr.New("UNAUTHORIZED", "API key is not valid", nil))
 				return
 			}

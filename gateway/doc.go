@@ -10,8 +10,12 @@
 //
 // It must not hold business state of its own or write coordinator tables
 // directly: every state change goes through the coordinator's primitives
-// (orchestrator.Submit, participants.Registry). The one table it writes is
+// (orchestrator.Submit, participants.Registry). The tables it writes are
 // AccessAuditLog, the INSERT-only record of its own authorization
-// decisions (access.go), and a failure to write it never fails a query.
-// It reads FinalityLog for the events and verify views.
+// decisions (access.go), and AccessViolationWindows, the per-(bank,
+// window) aggregate of participant signature violations whose first one
+// goes on the GLOBAL chain; a failure to write either never fails a query.
+// It reads FinalityLog for the events and verify views, and renders every
+// body served to a party through Visibility (visibility.go). Identifiers
+// are checked against coordinator/ident before anything else.
 package gateway

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
@@ -43,22 +44,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// maxRequestIDLen bounds an honoured client request id.
-const maxRequestIDLen = 128
-
-// validRequestID accepts printable ASCII without spaces, so a client id
+// validRequestID accepts a client id that is an ident.RequestID, so it
 // cannot inject anything into headers or log lines.
-func validRequestID(id string) bool {
-	if id == "" || len(id) > maxRequestIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
+func validRequestID(id string) bool { return ident.RequestID.Valid(id) }
 
 // edge is the outermost handler: it fixes the request id (the client's
 // X-Request-Id when it sent a usable one, else req-<uuid>), sets it on the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/ident"
 )
 
 func missing(cmd Command, field string) error {
@@ -17,10 +18,54 @@ func invalid(cmd Command, field, why string) error {
 		map[string]any{"command": string(cmd), "field": field})
 }
 
+// need refuses a missing field, then a value that is not an identifier of
+// the field's kind (identCheck).
 func need(cmd Command, pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
 			return missing(cmd, pairs[i])
+		}
+	}
+	return identCheck(cmd, pairs...)
+}
+
+// fieldKinds maps the identifier fields of the ingress bodies to their
+// coordinator/ident kind; any other field named to need/identCheck is a
+// free-text or enumerated field checked by its Validate.
+var fieldKinds = map[string]ident.Kind{
+	"request_id":                   ident.RequestID,
+	"txid":                         ident.TxID,
+	"account_hash":                 ident.AccountHash,
+	"payer_account_hash":           ident.AccountHash,
+	"payee_account_hash":           ident.AccountHash,
+	"target_account_hash":          ident.AccountHash,
+	"payer_bank_id":                ident.BankID,
+	"payee_bank_id":                ident.BankID,
+	"pspr_ref":                     ident.PSPRRef,
+	"vault_ref":                    ident.VaultRef,
+	"purpose":                      ident.Purpose,
+	"gtid":                         ident.BankRef,
+	"leg_id":                       ident.BankRef,
+	"rtp_id":                       ident.BankRef,
+	"verification_id":              ident.BankRef,
+	"reservation_ref":              ident.BankRef,
+	"decision_proof_ref":           ident.BankRef,
+	"h_reservation.reservation_id": ident.BankRef,
+}
+
+// identCheck checks the (field, value) pairs whose field has a kind in
+// fieldKinds; empty values pass (presence is need's check).
+func identCheck(cmd Command, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, ok := fieldKinds[pairs[i]]
+		if !ok {
+			continue
+		}
+		if err := ident.Check(k, pairs[i], pairs[i+1]); err != nil {
+			de, _ := domainerr.As(err)
+			de.Details["command"] = string(cmd)
+			de.Message = string(cmd) + ": " + de.Message
+			return de
 		}
 	}
 	return nil
@@ -79,6 +124,13 @@ func (r *ExecuteDebitRequest) Validate() error {
 	if err := ValidateAmount(ExecuteDebit, "amount", r.Amount); err != nil {
 		return err
 	}
+	resID := ""
+	if r.HReservation != nil {
+		resID = r.HReservation.ReservationID
+	}
+	if err := identCheck(ExecuteDebit, "h_reservation.reservation_id", resID, "payer_account_hash", r.PayerAccountHash); err != nil {
+		return err
+	}
 	if r.HReservation == nil || r.HReservation.ReservationID == "" {
 		// HIGH_VALUE skips reserve-funds and names the account directly.
 		if r.PayerAccountHash == "" {
@@ -126,6 +178,9 @@ func (r *AuthorityCheckRequest) Validate() error {
 	if err := need(AuthorityCheck, "request_id", r.RequestIDValue, "txid", r.TxID, "check_type", r.CheckType); err != nil {
 		return err
 	}
+	if err := identCheck(AuthorityCheck, "vault_ref", r.VaultRef); err != nil {
+		return err
+	}
 	if r.CheckType != CheckInitial && r.CheckType != CheckRecheck {
 		return invalid(AuthorityCheck, "check_type", fmt.Sprintf("must be INITIAL or RECHECK, got %q", r.CheckType))
 	}
@@ -136,6 +191,9 @@ func (r *NameCheckRequest) Command() Command  { return NameCheck }
 func (r *NameCheckRequest) RequestID() string { return r.RequestIDValue }
 func (r *NameCheckRequest) Validate() error {
 	if err := need(NameCheck, "request_id", r.RequestIDValue, "txid", r.TxID); err != nil {
+		return err
+	}
+	if err := identCheck(NameCheck, "pspr_ref", r.PSPRRef, "account_hash", r.AccountHash); err != nil {
 		return err
 	}
 	if r.AccountHash == "" && r.PSPRRef == "" {
@@ -157,6 +215,9 @@ func (r *CreditNotifyRequest) RequestID() string { return r.RequestIDValue }
 func (r *CreditNotifyRequest) Validate() error {
 	if err := need(CreditNotify, "request_id", r.RequestIDValue, "txid", r.TxID,
 		"payee_account_hash", r.PayeeAccountHash, "payer_bank_id", r.PayerBankID); err != nil {
+		return err
+	}
+	if err := identCheck(CreditNotify, "purpose", r.Purpose); err != nil {
 		return err
 	}
 	return ValidateAmount(CreditNotify, "amount", r.Amount)
@@ -191,6 +252,9 @@ func (r *DebitSettledRequest) Validate() error {
 func (r *InitializeBankRequest) Command() Command  { return InitializeBank }
 func (r *InitializeBankRequest) RequestID() string { return r.RequestIDValue }
 func (r *InitializeBankRequest) Validate() error {
+	if err := identCheck(InitializeBank, "request_id", r.RequestIDValue); err != nil {
+		return err
+	}
 	if r.BOJPrefund != nil && (*r.BOJPrefund < 0 || *r.BOJPrefund > MaxAmountValue) {
 		return domainerr.New("INVALID_AMOUNT",
 			fmt.Sprintf("initialize-bank: boj_prefund must be in 0..%d, got %d", MaxAmountValue, *r.BOJPrefund),

@@ -227,7 +227,8 @@ type RiskHint struct {
 // PaymentInitiated is the body of POST /api/transfers (spec 001 §13.1).
 // TxID may be empty: Submit then assigns "TX-<uuid>" (returned in
 // SubmitResult, and the same on every replay of the key). A given txid
-// must be at most 32 characters without ":", "/" or spaces.
+// and every other identifier must match its coordinator/ident kind
+// (CheckIdentifiers).
 type PaymentInitiated struct {
 	TxID           string         `json:"txid,omitempty"`
 	Lane           string         `json:"lane"`

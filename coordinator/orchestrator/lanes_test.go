@@ -385,7 +385,7 @@ func TestExpressResolvesPayeeByPSPRRef(t *testing.T) {
 	} {
 		bad := req
 		c.mod(&bad)
-		_, err := f.o.Submit(f.ctx, bad, "bad-"+c.name, "001")
+		_, err := f.o.Submit(f.ctx, bad, "bad-"+strings.ReplaceAll(c.name, " ", "-"), "001")
 		wantCode(t, err, "MISSING_FIELD")
 	}
 }

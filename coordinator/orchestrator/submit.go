@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/hlimit"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -51,6 +52,9 @@ func validate(req PaymentInitiated) error {
 	if req.Amount.Currency != "JPY" {
 		return domainerr.New("INVALID_CURRENCY", "POST /api/transfers accepts JPY only", map[string]any{"field": "amount.currency", "value": req.Amount.Currency})
 	}
+	if err := CheckIdentifiers(req); err != nil {
+		return err
+	}
 	for _, f := range []struct{ name, v string }{{"payer.bank_id", req.Payer.BankID}, {"payer.account_hash", req.Payer.AccountHash},
 		{"payee.bank_id", req.Payee.BankID}} {
 		if strings.TrimSpace(f.v) == "" {
@@ -65,9 +69,6 @@ func validate(req PaymentInitiated) error {
 				map[string]any{"field": "payee.account_hash"})
 		}
 	}
-	if req.TxID != "" && (strings.ContainsAny(req.TxID, ": /") || len(req.TxID) > MaxTxIDLength) {
-		return invalidField("txid", fmt.Sprintf("must not contain ':', '/' or spaces and be at most %d characters", MaxTxIDLength), req.TxID)
-	}
 	if req.Payer.BankID == req.Payee.BankID && req.Payer.AccountHash == req.Payee.AccountHash {
 		return invalidField("payee.account_hash", "payer and payee are the same account", req.Payee.AccountHash)
 	}
@@ -81,9 +82,37 @@ func validate(req PaymentInitiated) error {
 	return nil
 }
 
-// MaxTxIDLength bounds a txid: bank core messages carry it in a 32-byte
-// field (formats/coremsg header), so a longer one could not reach a core.
-const MaxTxIDLength = 32
+// CheckIdentifiers checks every identifier of a PaymentInitiated against
+// its kind in coordinator/ident (charset and length), naming the field of
+// the first refusal (INVALID_REQUEST). Empty optional fields pass.
+func CheckIdentifiers(req PaymentInitiated) error {
+	fs := []ident.Field{{Name: "txid", Kind: ident.TxID, Value: req.TxID},
+		{Name: "payer.bank_id", Kind: ident.BankID, Value: req.Payer.BankID},
+		{Name: "payer.account_hash", Kind: ident.AccountHash, Value: req.Payer.AccountHash},
+		{Name: "payer.vault_ref", Kind: ident.VaultRef, Value: req.Payer.VaultRef},
+		{Name: "payee.bank_id", Kind: ident.BankID, Value: req.Payee.BankID},
+		{Name: "payee.account_hash", Kind: ident.AccountHash, Value: req.Payee.AccountHash},
+		{Name: "payee.vault_ref", Kind: ident.VaultRef, Value: req.Payee.VaultRef},
+		{Name: "purpose", Kind: ident.Purpose, Value: req.Purpose},
+		{Name: "pspr_ref", Kind: ident.PSPRRef, Value: req.PSPRRef},
+		{Name: "participant_ref", Kind: ident.ParticipantRef, Value: req.ParticipantRef},
+		{Name: "ref_issuer", Kind: ident.RefIssuer, Value: req.RefIssuer},
+		{Name: "ref_proof", Kind: ident.RefProof, Value: req.RefProof},
+		{Name: "client_ref", Kind: ident.ClientRef, Value: req.ClientRef}}
+	if req.RiskHint != nil {
+		fs = append(fs, ident.Field{Name: "risk_hint.vault_ref", Kind: ident.VaultRef, Value: req.RiskHint.VaultRef})
+	}
+	return ident.CheckAll(fs...)
+}
+
+// ErrTxIDNotUsable is the one answer to a client-chosen txid outside the
+// payer's namespace, and to a txid another pair's transfer already holds:
+// the same status, code and body whether or not the txid exists, so a
+// non-party learns nothing (docs/gateway.md "Identifiers").
+func ErrTxIDNotUsable(issuer string) error {
+	return domainerr.New("INVALID_REQUEST", "txid: a client-chosen txid must start with the payer's bank_id and '-' ("+issuer+
+		"-...); omit txid to have the coordinator assign one", map[string]any{"field": "txid", "namespace": issuer + "-"})
+}
 
 // newTxID returns "TX-" and 24 hex digits (96 random bits): 27 characters.
 func newTxID() string {
@@ -110,6 +139,9 @@ func EffectiveLane(requested string, amount int64, payer participants.Participan
 func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, issuer string) (SubmitResult, error) {
 	if strings.TrimSpace(key) == "" {
 		return SubmitResult{}, missingField("idempotency_key")
+	}
+	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", key); err != nil {
+		return SubmitResult{}, err
 	}
 	if strings.TrimSpace(issuer) == "" {
 		return SubmitResult{}, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
@@ -192,6 +224,16 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 			return nil, err
 		}
 		if !ins.Inserted {
+			// Only the payer of the existing transfer learns that it
+			// exists; anyone else gets the answer the gateway gives to a
+			// txid outside the issuer's namespace, before any lookup.
+			var payerOfExisting string
+			if err := tx.QueryRowContext(ctx, `SELECT payer_bank_id FROM Transactions WHERE txid = ?`, txid).Scan(&payerOfExisting); err != nil {
+				return nil, wrapDB("read the existing txid", err)
+			}
+			if payerOfExisting != issuer {
+				return nil, ErrTxIDNotUsable(issuer)
+			}
 			return nil, invalidField("txid", "a transaction with this txid already exists", txid)
 		}
 		now := o.clk.Now()

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
@@ -42,6 +43,19 @@ func TestSubmitRefusals(t *testing.T) {
 		{"long_txid", nil, func() PaymentInitiated {
 			r := pi(LaneExpress, 10)
 			r.TxID = "TX-0123456789012345678901234567890"
+			return r
+		}, "001", "INVALID_REQUEST"},
+		{"txid_newline", nil, func() PaymentInitiated { r := pi(LaneExpress, 10); r.TxID = "TX-1\n"; return r }, "001", "INVALID_REQUEST"},
+		{"txid_nul", nil, func() PaymentInitiated { r := pi(LaneExpress, 10); r.TxID = "TX-\x001"; return r }, "001", "INVALID_REQUEST"},
+		{"txid_non_ascii", nil, func() PaymentInitiated { r := pi(LaneExpress, 10); r.TxID = "TX-送金"; return r }, "001", "INVALID_REQUEST"},
+		{"account_hash_60k", nil, func() PaymentInitiated {
+			r := pi(LaneExpress, 10)
+			r.Payer.AccountHash = strings.Repeat("h", 60<<10)
+			return r
+		}, "001", "INVALID_REQUEST"},
+		{"participant_ref_60k", nil, func() PaymentInitiated {
+			r := pi(LaneExpress, 10)
+			r.ParticipantRef = strings.Repeat("p", 60<<10)
 			return r
 		}, "001", "INVALID_REQUEST"},
 		{"issuer_not_payer", nil, func() PaymentInitiated { return pi(LaneExpress, 10) }, "002", "UNAUTHORIZED"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -114,8 +115,8 @@ func (p Participant) Validate() error {
 	if p.BankID == "" {
 		return domainerr.New("MISSING_FIELD", "participant: bank_id is required", map[string]any{"field": "bank_id"})
 	}
-	if strings.ContainsAny(p.BankID, ":/ ") {
-		return invalid("bank_id", "must not contain ':', '/' or spaces", p.BankID)
+	if err := ident.Check(ident.BankID, "bank_id", p.BankID); err != nil {
+		return err
 	}
 	if p.BankName == "" {
 		return domainerr.New("MISSING_FIELD", "participant: bank_name is required", map[string]any{"field": "bank_name"})

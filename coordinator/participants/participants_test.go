@@ -61,6 +61,8 @@ func TestValidate(t *testing.T) {
 		"half_window": {Participant{BankID: "001", BankName: "A", WindowStart: "09:00"}, "INVALID_REQUEST"},
 		"bad_window":  {Participant{BankID: "001", BankName: "A", WindowStart: "25:00", WindowEnd: "09:00"}, "INVALID_REQUEST"},
 		"colon_id":    {Participant{BankID: "0:1", BankName: "A"}, "INVALID_REQUEST"},
+		"dash_id":     {Participant{BankID: "00-1", BankName: "A"}, "INVALID_REQUEST"},
+		"newline_id":  {Participant{BankID: "001\n", BankName: "A"}, "INVALID_REQUEST"},
 	} {
 		if got := domainerr.Code(c.p.Validate()); got != c.code {
 			t.Errorf("%s: %q, want %q", name, got, c.code)

@@ -89,7 +89,7 @@ func TestCheckHeadersBeforeBody(t *testing.T) {
 		{"well-formed", good, ""},
 		{"signature not base64", with(HeaderSignature, "!!!"), "EXTERNAL_SIGNATURE_INVALID"},
 		{"signature of the wrong length", with(HeaderSignature, base64.StdEncoding.EncodeToString([]byte("short"))), "EXTERNAL_SIGNATURE_INVALID"},
-		{"nonce too long", with(HeaderNonce, string(long)), "EXTERNAL_SIGNATURE_INVALID"},
+		{"nonce too long (identifier grammar)", with(HeaderNonce, string(long)), "INVALID_REQUEST"},
 		{"unknown key", with(HeaderKeyID, "KEY-NOPE"), "KEY_NOT_FOUND"},
 		{"time not RFC3339", with(HeaderTime, "yesterday"), "TIMESTAMP_SKEW"},
 		{"HMAC path: not hex", hmacPath, "INVALID_HMAC"},

@@ -403,6 +403,22 @@ CREATE TABLE IF NOT EXISTS AccessAuditLog (
 CREATE INDEX IF NOT EXISTS idx_access_audit_time    ON AccessAuditLog(occurred_at);
 CREATE INDEX IF NOT EXISTS idx_access_audit_subject ON AccessAuditLog(subject_type, subject_id, occurred_at);
 
+-- zcgw (issue 10): one row per participant and violation window. The first
+-- DataAccessViolationDetected of a window goes on the GLOBAL chain (log_id);
+-- later ones only count here, so junk signature headers cannot grow the
+-- chain without bound. Every refused request still has its AccessAuditLog row.
+CREATE TABLE IF NOT EXISTS AccessViolationWindows (
+  bank_id       TEXT    NOT NULL,
+  window_start  TEXT    NOT NULL,                 -- RFC3339 UTC
+  violations    INTEGER NOT NULL,
+  first_at      TEXT    NOT NULL,
+  first_sample  TEXT    NOT NULL,                 -- JSON {key_id,path,method,cause,request_id}
+  last_at       TEXT    NOT NULL,
+  last_sample   TEXT    NOT NULL,
+  log_id        TEXT,                             -- the window's FinalityLog entry
+  PRIMARY KEY (bank_id, window_start)
+);
+
 CREATE TABLE IF NOT EXISTS Vault (
   vault_ref    TEXT    PRIMARY KEY,
   txid         TEXT,

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The tables of spec 003 plus SystemMode, each with the number of columns
+// The tables of spec 003 plus SystemMode and AccessViolationWindows, each with the number of columns
 // the spec gives it.
 var wantTables = map[string]int{
 	"Participants": 17, "Transactions": 35, "HReservations": 9,
@@ -15,7 +15,7 @@ var wantTables = map[string]int{
 	"IgsDeferQueue": 12, "IgsThrottleState": 5, "LsmRuns": 14,
 	"HtlcContracts": 26, "GtidTransactions": 12, "GtidLegs": 15,
 	"FxQuotes": 13, "FxTransfers": 12, "FxLegLocks": 14, "Cases": 19,
-	"CaseRelatedTransactions": 5, "AccessAuditLog": 9, "Vault": 7,
+	"CaseRelatedTransactions": 5, "AccessAuditLog": 9, "AccessViolationWindows": 8, "Vault": 7,
 	"PsprRegistry": 8, "RtpRequests": 20, "IdempotencyKeys": 6,
 	"SystemMode": 7,
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -183,6 +184,11 @@ func (c *Config) defaults() error {
 	for i, b := range c.Banks {
 		if err := CheckBankID(b.ID); err != nil {
 			return err
+		}
+		// The ID names the bank's folder (<Root>/banks/<ID>) and is the
+		// payer bank_id of every derived transfer: one identifier grammar.
+		if err := ident.Check(ident.BankID, "bank id", b.ID); err != nil {
+			return fmt.Errorf("filedrop: %w", err)
 		}
 		if seen[b.ID] {
 			return fmt.Errorf("filedrop: bank %s configured twice", b.ID)

@@ -24,7 +24,7 @@ func AccountHash(salt, bankCode, branchCode string, accountType uint8, accountNu
 // counting every record of the file) of the file with SHA-256 fileHash
 // (hex): "TX-" and the first 24 hex digits (96 bits) of
 // SHA-256("zcgw-filedrop|<fileHash>|<recordNo>"), the same shape as the
-// coordinator's own txids (27 characters, within MaxTxIDLength).
+// coordinator's own txids (27 characters, within ident.TxID's 32).
 func TxID(fileHash string, recordNo int) string {
 	h := sha256.Sum256([]byte("zcgw-filedrop|" + fileHash + "|" + strconv.Itoa(recordNo)))
 	return "TX-" + hex.EncodeToString(h[:12])

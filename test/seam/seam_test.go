@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,7 +270,8 @@ func TestSeamRoundTrips(t *testing.T) {
 				score float64
 			}{{name, 1.0}, {name[:len(name)-1] + "X", 0.8}, {"SOMEONE ELSE", 0}} {
 				var r bankapi.AccountVerifyResponse
-				e.must("002", &bankapi.AccountVerifyRequest{RequestIDValue: "rq-av-" + c.name, VerificationID: "V-" + c.name, TargetAccountHash: payee, TargetAccountName: c.name}, &r)
+				id := strconv.Itoa(int(c.score * 10)) // request ids follow coordinator/ident (no spaces)
+				e.must("002", &bankapi.AccountVerifyRequest{RequestIDValue: "rq-av-" + id, VerificationID: "V-" + id, TargetAccountHash: payee, TargetAccountName: c.name}, &r)
 				if r.MatchScore != c.score || r.NameProvided == nil || *r.NameProvided != c.name {
 					t.Fatalf("verify %q: %+v", c.name, r)
 				}
