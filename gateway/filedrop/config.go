@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
-	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -59,7 +58,9 @@ type Bank struct {
 // bank_id, 3 digits ("001"; docs/filedrop.md).
 const BankIDDigits = 3
 
-// CheckBankID refuses a bank id that is not BankIDDigits digits.
+// CheckBankID refuses a bank id that is not BankIDDigits digits: the file
+// drop's folders are named by that form, a strict subset of a participant
+// bank_id in the one identifier grammar (coordinator/ident.BankID).
 func CheckBankID(id string) error {
 	if len(id) != BankIDDigits || !allDigits(id) {
 		return fmt.Errorf("filedrop: bank id %q is not %d digits", id, BankIDDigits)
@@ -182,13 +183,10 @@ func (c *Config) defaults() error {
 	banks := make([]Bank, len(c.Banks))
 	seen := map[string]bool{}
 	for i, b := range c.Banks {
+		// The ID names the bank's folder (<Root>/banks/<ID>) and is the
+		// payer bank_id of every derived transfer.
 		if err := CheckBankID(b.ID); err != nil {
 			return err
-		}
-		// The ID names the bank's folder (<Root>/banks/<ID>) and is the
-		// payer bank_id of every derived transfer: one identifier grammar.
-		if err := ident.Check(ident.BankID, "bank id", b.ID); err != nil {
-			return fmt.Errorf("filedrop: %w", err)
 		}
 		if seen[b.ID] {
 			return fmt.Errorf("filedrop: bank %s configured twice", b.ID)
