@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/jobs/dns"
 	"github.com/zcgw/zcgw/jobs/overnight"
 	"github.com/zcgw/zcgw/jobs/overnight/corepickup"
+	"github.com/zcgw/zcgw/outbox"
 	"github.com/zcgw/zcgw/outbox/events"
 	"github.com/zcgw/zcgw/outbox/events/kafkapub"
 	"io/fs"
@@ -359,7 +360,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() { o.Run(runCtx, opts.Idle*4) })
 		}
 		for _, b := range n.Banks {
-			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
+			n.goLoop(func() {
+				// The outbox's own loop: it takes back at once what an earlier
+				// start of this node held, and releases its claims on Close.
+				err := b.Adapter.Outbox().Run(runCtx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
+				if err != nil {
+					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
+				}
+			})
 		}
 		n.goLoop(func() { sweepNonces(runCtx, nonces) })
 		for _, b := range n.Banks {
@@ -483,25 +491,6 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 // overnightFolders are where a batch-window bank's core finds its posting
 // files and leaves its result files.
 type overnightFolders struct{ Inbound, Results string }
-
-// drainLoop moves the adapter's outbox to its core: in-doubt rows are
-// resolved by inquiry first, then pending rows are sent.
-func drainLoop(ctx context.Context, a *adapter.Adapter, idle time.Duration, log *slog.Logger) {
-	for ctx.Err() == nil {
-		r1, err1 := a.Outbox().ResolveInDoubt(ctx)
-		r2, err2 := a.Outbox().Drain(ctx, 256)
-		if err := errors.Join(err1, err2); err != nil && ctx.Err() == nil {
-			log.Error("node.drain_failed", "bank_id", a.BankID(), "error", err)
-		}
-		if r1.Claimed+r2.Claimed > 0 && !r2.Stopped {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(idle):
-		}
-	}
-}
 
 // corePickupLoop is the simulated core's own batch processing: inside its
 // batch window it runs the posting files delivered to its inbound folder
