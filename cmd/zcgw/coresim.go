@@ -10,6 +10,7 @@ import (
 
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
+	"github.com/zcgw/zcgw/coordinator/procid"
 )
 
 // openFlags collects repeated --open ACCOUNT:NAME:BALANCE flags.
@@ -57,6 +58,17 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw coresim: --run-batch needs --result")
 		return 2
 	}
+	// A node serving this folder already runs the bank's core and is the
+	// one consumer of its request queue; a second would break exactly-once
+	// against the core (and a second batch run would race its pickup).
+	if info, served, err := procid.Running(e.DataDir); err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	} else if served {
+		fmt.Fprintf(e.Stderr, "zcgw coresim: refused: the data folder %s is served by node %s (pid %d, addr %s, started %s), whose cores consume the core queues there; a second consumer of bank %s's request queue would break exactly-once against the core. Stop that node first, or use another --data folder\n",
+			e.DataDir, info.Node, info.PID, info.Addr, info.Started, *bank)
+		return 1
+	}
 	if *mqPath == "" {
 		*mqPath = filepath.Join(e.DataDir, "mq.db")
 	}
@@ -99,15 +111,19 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 			*bank, *runBatch, sum.Records, sum.Applied, sum.Refused, sum.Replayed, *result)
 		return 0
 	}
-	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger}).Connect(ctx)
+	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger, App: "zcgw coresim --bank " + *bank}).Connect(ctx)
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}
 	defer conn.Close()
-	rq, _ := coresim.QueueNames(*bank)
-	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, rq, *mqPath, *dbPath)
-	if err := core.Serve(ctx, conn, coresim.ServeConfig{}); err != nil {
+	claim, err := core.Claim(ctx, conn, coresim.ServeConfig{})
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	}
+	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, claim.Queue(), *mqPath, *dbPath)
+	if err := core.Serve(ctx, conn, coresim.ServeConfig{Claim: claim}); err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}

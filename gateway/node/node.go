@@ -280,7 +280,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond})
+	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond,
+		App: "zcgw serve " + n.ID.String()})
 	handlers := map[string]http.Handler{}
 	for _, bc := range cfg.Banks {
 		b, err := n.openBank(ctx, runCtx, bc, opts)
@@ -428,8 +429,15 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	if err != nil {
 		return nil, err
 	}
+	// The core's one consumer: a second one (another process on this queue
+	// file) refuses the start, naming the holder.
+	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
+	if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	n.goLoop(func() {
-		if err := b.Core.Serve(runCtx, conn, coresim.ServeConfig{Poll: 5 * time.Millisecond}); err != nil && runCtx.Err() == nil {
+		if err := b.Core.Serve(runCtx, conn, serve); err != nil && runCtx.Err() == nil {
 			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
 		}
 		conn.Close()

@@ -66,6 +66,9 @@ func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Me
 	if err := s.c.requireQueue(context.WithoutCancel(ctx), "get", queue); err != nil {
 		return nil, err
 	}
+	if err := s.c.heldByOther(context.WithoutCancel(ctx), queue); err != nil {
+		return nil, err
+	}
 	poll := time.NewTimer(s.c.t.opts.PollInterval)
 	defer poll.Stop()
 	for {
@@ -102,8 +105,10 @@ RETURNING msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at,
 func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
 	now := s.c.t.opts.Clock.Now()
 	nowS := stamp(now)
-	args := []any{s.c.id, s.id, nowS, queue, nowS}
-	filter := ""
+	args := []any{s.c.id, s.id, nowS, queue, nowS, queue, s.c.id}
+	// Never take a message of a queue another connection claimed as its
+	// exclusive consumer (checked before the wait too, with its holder named).
+	filter := " AND NOT EXISTS (SELECT 1 FROM mq_consumer k WHERE k.queue = ? AND k.conn <> ?)"
 	if !match.MsgID.IsZero() {
 		filter += " AND msg_id = ?"
 		args = append(args, match.MsgID[:])
