@@ -312,3 +312,67 @@ type replyCore struct {
 }
 
 func (c replyCore) Timeout() time.Duration { return c.d }
+
+// Passes of four loops with different owners over two database handles,
+// racing each other and the expired-claim recovery, apply every posting
+// exactly once and keep each account's order (run with -race).
+func TestConcurrentPassesApplyEachPostingOnce(t *testing.T) {
+	r := newRig(t, nil)
+	db2, err := store.Open(context.Background(), r.path, Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	ob2, err := New(Config{DB: db2, Core: r.core, Cases: r.cases, Clock: r.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const accounts, per = 6, 20
+	var ps []Posting
+	for i := range per {
+		for a := range accounts {
+			ps = append(ps, post(fmt.Sprintf("P-%d-%03d", a, i), fmt.Sprintf("ACC%d", a), Credit, 1))
+		}
+	}
+	r.enqueue(t, ps...)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ob := r.ob
+			if g%2 == 1 {
+				ob = ob2
+			}
+			cfg := RunConfig{Identity: procid.New(fmt.Sprintf("node-%d", g), r.clk), Accounts: 2}
+			for {
+				res, err := ob.Pass(context.Background(), cfg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Claimed == 0 {
+					c, _ := ob.Counts(context.Background())
+					if c[Pending] == 0 && c[Claimed] == 0 && c[InDoubt] == 0 {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range ps {
+		if n := r.core.timesApplied(p.Ref); n != 1 {
+			t.Fatalf("%s applied %d times", p.Ref, n)
+		}
+	}
+	for a := range accounts {
+		acct := fmt.Sprintf("ACC%d", a)
+		for i, ref := range r.core.order[acct] {
+			if want := fmt.Sprintf("P-%d-%03d", a, i); ref != want {
+				t.Fatalf("%s posting %d is %s, want %s (order broken)", acct, i, ref, want)
+			}
+		}
+	}
+}

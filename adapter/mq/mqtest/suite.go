@@ -55,12 +55,13 @@ var cases = []suiteCase{
 	{"UnknownQueue", testUnknownQueue},
 	{"InvalidDescriptor", testInvalidDescriptor},
 	{"ExclusiveConsumer", testExclusiveConsumer},
+	{"ExclusiveConsumerRace", testExclusiveConsumerRace},
 }
 
 // concurrent names the cases that race goroutines against one another.
 var concurrent = map[string]bool{
 	"ConcurrentRequesters": true, "ConcurrentConsumersEachOnce": true,
-	"RequestReply": true, "WaitingGetWokenByCommit": true,
+	"RequestReply": true, "WaitingGetWokenByCommit": true, "ExclusiveConsumerRace": true,
 }
 
 // Run runs the whole suite. newTransport is called once per subtest; every
@@ -821,5 +822,51 @@ func testExclusiveConsumer(t *testing.T, h *harness) {
 			t.Fatalf("claim after the holder closed: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Connections racing to claim one queue: exactly one wins, every other is
+// refused naming the winner.
+func testExclusiveConsumerRace(t *testing.T, h *harness) {
+	if !h.opts.ExclusiveConsumer {
+		t.Skip("backend does not declare exclusive consumers")
+	}
+	q := h.queue("exclusive.race", 0, "")
+	const n = 6
+	conns := make([]mq.Connection, n)
+	for i := range conns {
+		conns[i] = h.connect()
+	}
+	ctx := ctxFor(t, 20*time.Second)
+	claims := make([]mq.ConsumerClaim, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			claims[i], errs[i] = conns[i].ClaimConsumer(ctx, q)
+		}()
+	}
+	wg.Wait()
+	var winner mq.ConsumerClaim
+	for i := range conns {
+		if errs[i] == nil {
+			if winner != nil {
+				t.Fatalf("two connections hold the consumer claim: %v and %v", winner.Holder(), claims[i].Holder())
+			}
+			winner = claims[i]
+		}
+	}
+	if winner == nil {
+		t.Fatalf("no connection won the claim: %v", errs)
+	}
+	for i := range conns {
+		if errs[i] != nil {
+			expectInUse(t, errs[i], winner.Holder())
+		}
+	}
+	if err := winner.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

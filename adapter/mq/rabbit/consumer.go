@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -85,7 +86,7 @@ func (c *conn) ClaimConsumer(ctx context.Context, queue string) (mq.ConsumerClai
 		unclaim()
 		var ae *amqp.Error
 		if errors.As(err, &ae) && ae.Code == amqp.ResourceLocked {
-			return nil, &mq.Error{Reason: mq.ReasonObjectInUse, Op: op, Queue: queue, Cause: c.readHolder(queue)}
+			return nil, &mq.Error{Reason: mq.ReasonObjectInUse, Op: op, Queue: queue, Cause: c.readHolder(ctx, queue)}
 		}
 		return nil, c.mapErr(op, queue, err)
 	}
@@ -104,20 +105,30 @@ func (c *conn) ClaimConsumer(ctx context.Context, queue string) (mq.ConsumerClai
 }
 
 // readHolder reads the holder's name from the companion queue and puts it
-// back.
-func (c *conn) readHolder(queue string) *mq.InUseError {
+// back. A holder leaves its name just after winning the lock, so a
+// claimant refused in between waits for it a little (up to holderWait).
+func (c *conn) readHolder(ctx context.Context, queue string) *mq.InUseError {
 	out := &mq.InUseError{Queue: queue, Unknown: true}
-	_ = c.withChannel("claim consumer", queue, func(ch *amqp.Channel) error {
-		d, ok, err := ch.Get(holderQueue(queue), false)
-		if err != nil || !ok {
-			return err
+	deadline := time.Now().Add(holderWait)
+	for {
+		_ = c.withChannel("claim consumer", queue, func(ch *amqp.Channel) error {
+			d, ok, err := ch.Get(holderQueue(queue), false)
+			if err != nil || !ok {
+				return err
+			}
+			defer ch.Nack(d.DeliveryTag, false, true)
+			var h mq.Holder
+			if json.Unmarshal(d.Body, &h) == nil && h.Conn != "" {
+				out.Holder, out.Unknown = h, false
+			}
+			return nil
+		})
+		if !out.Unknown || time.Now().After(deadline) || ctx.Err() != nil {
+			return out
 		}
-		defer ch.Nack(d.DeliveryTag, false, true)
-		var h mq.Holder
-		if json.Unmarshal(d.Body, &h) == nil && h.Conn != "" {
-			out.Holder, out.Unknown = h, false
-		}
-		return nil
-	})
-	return out
+		time.Sleep(10 * time.Millisecond)
+	}
 }
+
+// holderWait bounds how long a refused claimant waits for the holder's name.
+const holderWait = 2 * time.Second
