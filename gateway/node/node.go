@@ -29,6 +29,7 @@ import (
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/coresim"
+	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/bankclient"
@@ -430,11 +431,19 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 		return nil, err
 	}
 	// The core's one consumer: a second one (another process on this queue
-	// file) refuses the start, naming the holder.
+	// file) refuses the start, naming the holder. A holder that is an
+	// earlier start of this node, killed, is taken over at once once its
+	// process is gone; the short retry covers a process still exiting.
 	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
-	if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err != nil {
-		conn.Close()
-		return nil, err
+	for wait := time.Now().Add(2 * time.Second); ; {
+		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
+			break
+		}
+		if !errors.Is(err, mq.ErrInUse) || time.Now().After(wait) {
+			conn.Close()
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	n.goLoop(func() {
 		if err := b.Core.Serve(runCtx, conn, serve); err != nil && runCtx.Err() == nil {

@@ -129,7 +129,9 @@ func (c *conn) heldByOther(ctx context.Context, queue string) error {
 }
 
 // processAlive reports whether pid runs on this host and, when start (its
-// recorded start from procfs) is known, is still the same process.
+// recorded start from procfs) is known, is still the same process. A
+// zombie (killed, not yet reaped by its parent) is dead: its files, and so
+// its locks, are already released.
 func processAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
@@ -137,29 +139,38 @@ func processAlive(pid int, start string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	if start != "" {
-		if now := procStart(pid); now != "" && now != start {
-			return false // the pid was reused by another process
-		}
+	state, now := procStat(pid)
+	if state == "Z" || state == "X" {
+		return false
+	}
+	if start != "" && now != "" && now != start {
+		return false // the pid was reused by another process
 	}
 	return true
 }
 
-// procStart is field 22 of /proc/<pid>/stat (the process's start time in
-// clock ticks since boot), or "" where procfs is not available.
+// procStart is the process's start time in clock ticks since boot (field
+// 22 of /proc/<pid>/stat), or "" where procfs is not available.
 func procStart(pid int) string {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat returns the state (field 3) and start time (field 22) of
+// /proc/<pid>/stat, or empty strings.
+func procStat(pid int) (state, start string) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
 	if i < 0 {
-		return ""
+		return "", ""
 	}
-	f := strings.Fields(s[i+1:])
+	f := strings.Fields(s[i+1:]) // f[0] is field 3
 	if len(f) < 20 {
-		return ""
+		return "", ""
 	}
-	return f[19] // fields after ")" start at field 3
+	return f[0], f[19]
 }
