@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -374,5 +376,43 @@ func TestConcurrentPassesApplyEachPostingOnce(t *testing.T) {
 				t.Fatalf("%s posting %d is %s, want %s (order broken)", acct, i, ref, want)
 			}
 		}
+	}
+}
+
+// An outbox file written before claims had owners and leases gains the
+// columns when New opens it; a row claimed by the old code (no
+// claim_until) is judged by claimed_at and the lease.
+func TestOldOutboxFileGainsClaimColumns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old := strings.Replace(strings.Replace(Schema, "  claim_owner   TEXT,             -- procid owner \"<node>/<epoch>/<worker>\" of the claim\n", "", 1),
+		"  claim_until   TEXT,             -- claimed_at + the claimer's lease (sortable stamp)\n", "", 1)
+	if old == Schema {
+		t.Fatal("test cannot build the old schema")
+	}
+	db, err := store.Open(ctx, path, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterOutbox (ref, txid, bank, account, kind, amount, status, claim_token, claimed_at, created_at, updated_at)
+			VALUES ('OLD-1', 'TX-OLD-1', '001', 'A', 'CREDIT', 5, 'CLAIMED', 'tok', ?, ?, ?)`,
+			sortableStamp(t0), sortableStamp(t0), sortableStamp(t0))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewManual(t0)
+	ob, err := New(Config{DB: db, Core: newCountingCore(nil), Clock: clk})
+	if err != nil {
+		t.Fatalf("New on an old file: %v", err)
+	}
+	if n, err := ob.RecoverExpiredClaims(ctx); err != nil || n != 0 {
+		t.Fatalf("fresh old claim recovered: %d %v", n, err)
+	}
+	clk.Advance(ob.lease + time.Second)
+	if n, err := ob.RecoverExpiredClaims(ctx); err != nil || n != 1 {
+		t.Fatalf("old claim past the lease: recovered %d, %v", n, err)
 	}
 }
