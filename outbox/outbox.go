@@ -64,14 +64,14 @@ type Config struct {
 	// values take the defaults; set values must keep
 	// PostingTimeout + RecordTimeout < Lease, and a Core with a reply
 	// timeout (Timeout() time.Duration) must answer within PostingTimeout.
-	Lease          time.Duration // a claim's lease (default PostingTimeout+RecordTimeout+1s = 10s)
-	PostingTimeout time.Duration // bound on one posting's work under a claim (default 7s, or the core's reply timeout + 2s)
+	Lease          time.Duration // a claim's lease (default PostingTimeout+RecordTimeout+1s = 9s)
+	PostingTimeout time.Duration // bound on one posting's work under a claim (default 6s, or the core's reply timeout + 1s if longer)
 	RecordTimeout  time.Duration // bound on recording an outcome, in a context detached from the caller's (default 2s)
 }
 
 // Default leases and deadlines (docs/outbox.md "Leases and deadlines").
 const (
-	DefaultPostingTimeout = 7 * time.Second
+	DefaultPostingTimeout = 6 * time.Second
 	DefaultRecordTimeout  = 2 * time.Second
 	leaseMargin           = time.Second
 )
@@ -93,7 +93,7 @@ func (cfg *Config) timing() error {
 		cfg.RecordTimeout = DefaultRecordTimeout
 	}
 	if cfg.PostingTimeout <= 0 {
-		cfg.PostingTimeout = max(DefaultPostingTimeout, reply+2*time.Second)
+		cfg.PostingTimeout = max(DefaultPostingTimeout, reply+time.Second)
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = cfg.PostingTimeout + cfg.RecordTimeout + leaseMargin
