@@ -20,9 +20,13 @@ type RunConfig struct {
 	Identity procid.Identity
 	// Worker names the loop in the claim owner (default "outbox").
 	Worker string
-	// Idle is the pause after a pass that found nothing to do, or that
-	// stopped because the core is offline or not answering (default 5ms).
+	// Idle is the pause after a pass that found nothing to do (default 5ms).
 	Idle time.Duration
+	// Backoff is the pause after a pass that stopped because the core is
+	// offline or not answering, or that failed (default 100ms, at least
+	// Idle): each retry claims and records a posting, so retrying at Idle
+	// would write two state-log rows every few milliseconds.
+	Backoff time.Duration
 	// Accounts is how many accounts one pass serves, one posting each
 	// (default 64).
 	Accounts int
@@ -41,6 +45,10 @@ func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
 	if cfg.Idle <= 0 {
 		cfg.Idle = 5 * time.Millisecond
 	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	cfg.Backoff = max(cfg.Backoff, cfg.Idle)
 	if cfg.Accounts <= 0 {
 		cfg.Accounts = 64
 	}
@@ -79,7 +87,7 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 			break
 		}
 		o.log.ErrorContext(ctx, "outbox.take_back_failed", "err", err.Error())
-		if !sleepCtx(ctx, cfg.Idle) {
+		if !sleepCtx(ctx, cfg.Backoff) {
 			return nil
 		}
 	}
@@ -95,10 +103,14 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 		if err != nil && ctx.Err() == nil {
 			o.log.ErrorContext(ctx, "outbox.pass_failed", "err", err.Error())
 		}
-		if err == nil && res.Claimed > 0 && !res.Stopped {
+		pause := cfg.Idle
+		switch {
+		case err != nil || res.Stopped:
+			pause = cfg.Backoff
+		case res.Claimed > 0:
 			continue
 		}
-		if !sleepCtx(ctx, cfg.Idle) {
+		if !sleepCtx(ctx, pause) {
 			break
 		}
 	}
