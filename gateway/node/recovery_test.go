@@ -107,3 +107,85 @@ func TestRestartTakesBackOutboxClaimsOfItsEarlierStart(t *testing.T) {
 		t.Fatalf("another owner's claim under lease was taken: %s", e.Status)
 	}
 }
+
+// TestCloseReleasesOutboxClaims: a graceful stop (SIGTERM → Close) while a
+// posting is on the wire leaves no CLAIMED row: the loop releases it in a
+// context of its own, IN_DOUBT because the core may have applied it (here
+// it did; its reply was lost). The next start settles it by inquiry without
+// sending it again.
+func TestCloseReleasesOutboxClaims(t *testing.T) {
+	n := start(t)
+	cfg := n.Config
+	dir, bank := n.DataDir, cfg.Banks[0]
+	acct := bank.Accounts[0].CoreAccount
+	b := n.Banks[bank.BankID]
+	before := n.coreBalance(t, bank.BankID, acct)
+	b.Core.InjectFaultsForTest(coresim.Faults{DropNextReply: 1})
+	ctx := context.Background()
+	var id int64
+	if err := b.Adapter.DB().Write(ctx, func(tx *store.Tx) error {
+		var err error
+		id, err = b.Adapter.Outbox().Enqueue(ctx, tx, outbox.Posting{Ref: "STOP-1", TxID: "TX-STOP-1", Bank: bank.BankID,
+			Account: acct, Kind: outbox.Credit, Amount: 100})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, err := b.Adapter.Outbox().Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status == outbox.Claimed && b.Core.FaultsForTest().DropNextReply == 0 {
+			break // applied by the core, its reply dropped: the claimer waits
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("posting never in flight: %s", e.Status)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, filepath.Join(dir, "adapter-"+bank.BankID+".db"), outbox.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var claimed int
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM AdapterOutbox WHERE id = ?`, id).Scan(&status); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox WHERE status = 'CLAIMED'`).Scan(&claimed)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if claimed != 0 || status != string(outbox.InDoubt) {
+		t.Fatalf("after Close: posting %s, %d rows CLAIMED; want IN_DOUBT and none", status, claimed)
+	}
+
+	again, err := Start(ctx, Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for {
+		e, _ := again.Banks[bank.BankID].Adapter.Outbox().Get(ctx, id)
+		if e.Status == outbox.Applied {
+			if e.Sends != 1 {
+				t.Fatalf("sent %d times, want 1 (settled by inquiry)", e.Sends)
+			}
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("not settled after restart: %s", e.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := again.coreBalance(t, bank.BankID, acct); got != before+100 {
+		t.Fatalf("core balance %d, want %d (applied exactly once)", got, before+100)
+	}
+}
