@@ -15,9 +15,18 @@
 //	                        BLOCKED | resend only if the core has no trace
 //	BLOCKED -> PENDING | WRITTEN_OFF   operator decisions (EntityStateLog)
 //
-// An IN_DOUBT row is never sent again blindly; RecoverStaleClaims hands
-// CLAIMED rows abandoned by a crashed drainer to the same resolution.
-// Postings for one account are sent in enqueue order (see docs/outbox.md).
+// An IN_DOUBT row is never sent again blindly; CLAIMED rows abandoned by a
+// crashed drainer go to the same resolution. Postings for one account are
+// sent in enqueue order (see docs/outbox.md).
+//
+// Run is the outbox's own loop (one per bank in a node). Each claim stores
+// its owner (coordinator/procid: "<node>/<epoch>/<worker>") and its lease;
+// at start Run takes back at once the claims of an earlier start of its
+// node (TakeBack), other owners' claims after their lease
+// (RecoverExpiredClaims). Its passes serve each account's next posting in
+// turn, each bounded by a posting deadline shorter than the lease, with the
+// outcome recorded in a context detached from the caller's, so no claim
+// is left behind by a deadline, a cancel or a stop (ReleaseClaims).
 //
 // A posting with Route FILE (BULK/DEFERRED of a batch-window bank) is
 // never claimed, recovered, inquired about or sent by this package: the

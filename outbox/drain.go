@@ -57,23 +57,31 @@ type claim struct {
 	token string
 }
 
-// claimOne moves one row from `from` to CLAIMED with a guarded UPDATE and
-// returns it, or ok=false when nothing is claimable. The UPDATE both picks
-// and guards the row, so two claimers can never win the same row.
+// claimOne moves one row from `from` to CLAIMED for this Outbox's own
+// owner (Drain, ResolveInDoubt) and returns it, or ok=false when nothing is
+// claimable.
 func (o *Outbox) claimOne(ctx context.Context, from Status) (c claim, ok bool, err error) {
-	c.token = newToken()
-	t := o.clk.Now()
-	now, at := clock.Stamp(t), sortableStamp(t)
 	pick := `SELECT o.id FROM AdapterOutbox o WHERE ` + claimable + ` ORDER BY o.id LIMIT 1`
 	if from == InDoubt {
 		pick = `SELECT id FROM AdapterOutbox WHERE status = 'IN_DOUBT' AND route = 'MQ' ORDER BY id LIMIT 1`
 	}
+	return o.claimPicked(ctx, from, o.owner, pick)
+}
+
+// claimPicked moves the row that the query pick selects from `from` to
+// CLAIMED for owner with a guarded UPDATE, stamping the claim's lease
+// (claim_until). The UPDATE both picks and guards the row, so two claimers
+// can never win the same row.
+func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick string, args ...any) (c claim, ok bool, err error) {
+	c.token = newToken()
+	t := o.clk.Now()
+	now, at, until := clock.Stamp(t), sortableStamp(t), sortableStamp(t.Add(o.lease))
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
 		var kind, route string
 		row := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox
-			SET status = 'CLAIMED', claim_token = ?, claimed_at = ?, updated_at = ?
+			SET status = 'CLAIMED', claim_token = ?, claimed_at = ?, claim_owner = ?, claim_until = ?, updated_at = ?
 			WHERE id = (`+pick+`) AND status = ?
-			RETURNING `+claimedCols, c.token, at, now, string(from))
+			RETURNING `+claimedCols, append(append([]any{c.token, at, owner, until, now}, args...), string(from))...)
 		err := row.Scan(&c.id, &c.p.Ref, &c.p.TxID, &c.p.Bank, &c.p.Account, &kind, &c.p.Amount, &c.p.ReversalOf, &route)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -83,21 +91,36 @@ func (o *Outbox) claimOne(ctx context.Context, from Status) (c claim, ok bool, e
 		}
 		c.p.Kind, c.p.Route = Kind(kind), Route(route)
 		ok = true
-		return o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref})
+		return o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref, "owner": owner})
 	})
 	if err != nil {
 		return c, false, fmt.Errorf("outbox: claim: %w", err)
 	}
 	if ok {
-		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(from))
+		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(from), "owner", owner)
 	}
 	return c, ok, nil
 }
 
+// detached is the context an outcome is recorded in: not the caller's, so a
+// deadline or a cancel that ends the posting's work still lets the claim be
+// released (PENDING or IN_DOUBT, as the outcome demands), bounded by the
+// record timeout.
+func (o *Outbox) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), o.recTO)
+}
+
+// work bounds one posting's work under its claim (inquiry, send, reply).
+func (o *Outbox) work(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.postTO)
+}
+
 // finish records the outcome of a claim with an UPDATE fenced by the claim
-// token. fenced=true means the claim had been taken away (stale-claim
+// token, in a context detached from ctx (see detached). fenced=true means the claim had been taken away (stale-claim
 // recovery) and the row was left to whoever holds it now.
 func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, lastErr, coreRef string, sent, looked bool) (fenced bool, err error) {
+	ctx, cancel := o.detached(ctx)
+	defer cancel()
 	t := o.clk.Now()
 	now := clock.Stamp(t)
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
@@ -109,7 +132,7 @@ func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, 
 			caseTok, caseAt = c.token, sortableStamp(t)
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, claim_token = NULL, claimed_at = NULL,
-			updated_at = ?, sends = sends + ?, lookups = lookups + ?,
+			claim_owner = NULL, claim_until = NULL, updated_at = ?, sends = sends + ?, lookups = lookups + ?,
 			reason_code = COALESCE(?, reason_code), last_error = ?, core_ref = COALESCE(?, core_ref),
 			applied_at = COALESCE(?, applied_at),
 			case_token = COALESCE(?, case_token), case_claimed_at = COALESCE(?, case_claimed_at)
@@ -159,7 +182,9 @@ func (o *Outbox) Drain(ctx context.Context, limit int) (DrainResult, error) {
 			return res, nil
 		}
 		res.Claimed++
-		r, err := o.send(ctx, c, false)
+		wctx, cancel := o.work(ctx)
+		r, err := o.send(wctx, c, false)
+		cancel()
 		res.add(r)
 		if err != nil {
 			return res, err

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/entitystate"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -53,6 +55,70 @@ type Config struct {
 	// CaseRetryAfter is how long an unfinished Case opening (claimed but
 	// not recorded) is left alone before a sweep opens it again. Default 1m.
 	CaseRetryAfter time.Duration
+	// Owner is the process whose claims Drain and ResolveInDoubt make
+	// (claim_owner = Owner.Owner("drain")). Zero: an ephemeral identity,
+	// whose claims no node takes back at start; they wait for their lease.
+	// Run takes its own identity from RunConfig.
+	Owner procid.Identity
+	// Leases and deadlines (docs/outbox.md "Leases and deadlines"). Zero
+	// values take the defaults; set values must keep
+	// PostingTimeout + RecordTimeout < Lease, and a Core with a reply
+	// timeout (Timeout() time.Duration) must answer within PostingTimeout.
+	Lease          time.Duration // a claim's lease (default PostingTimeout+RecordTimeout+1s = 9s)
+	PostingTimeout time.Duration // bound on one posting's work under a claim (default 6s, or the core's reply timeout + 1s if longer)
+	RecordTimeout  time.Duration // bound on recording an outcome, in a context detached from the caller's (default 2s)
+}
+
+// Default leases and deadlines (docs/outbox.md "Leases and deadlines").
+const (
+	DefaultPostingTimeout = 6 * time.Second
+	DefaultRecordTimeout  = 2 * time.Second
+	leaseMargin           = time.Second
+)
+
+// replyTimeouter is a Core that bounds its own wait for an answer
+// (corelink.Link).
+type replyTimeouter interface{ Timeout() time.Duration }
+
+// timing fills in the defaults of cfg's leases and deadlines and checks the
+// rule: everything a claimer does under a claim (the posting's work, then
+// recording its outcome) ends before the claim's lease, and the core's
+// reply timeout fits in the posting's deadline.
+func (cfg *Config) timing() error {
+	var reply time.Duration
+	if rt, ok := cfg.Core.(replyTimeouter); ok {
+		reply = rt.Timeout()
+	}
+	if cfg.RecordTimeout <= 0 {
+		cfg.RecordTimeout = DefaultRecordTimeout
+	}
+	if cfg.PostingTimeout <= 0 {
+		cfg.PostingTimeout = max(DefaultPostingTimeout, reply+time.Second)
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = cfg.PostingTimeout + cfg.RecordTimeout + leaseMargin
+	}
+	return CheckTiming(cfg.Lease, cfg.PostingTimeout, cfg.RecordTimeout, reply)
+}
+
+// CheckTiming is the lease rule of docs/outbox.md: a claim's lease is
+// longer than everything its holder may do under it (the posting's work,
+// bounded by postingTimeout, then recording the outcome, bounded by
+// recordTimeout), so a live claimer is never taken for dead; and the
+// core's reply timeout (0: unknown) is shorter than the posting's
+// deadline, so an answer that comes in time is never cut off.
+func CheckTiming(lease, postingTimeout, recordTimeout, replyTimeout time.Duration) error {
+	if postingTimeout <= 0 || recordTimeout <= 0 || lease <= 0 {
+		return fmt.Errorf("outbox: lease %s, posting timeout %s and record timeout %s must be positive", lease, postingTimeout, recordTimeout)
+	}
+	if postingTimeout+recordTimeout >= lease {
+		return fmt.Errorf("outbox: claim lease %s must be longer than posting timeout %s + record timeout %s: a live claimer would be taken for dead",
+			lease, postingTimeout, recordTimeout)
+	}
+	if replyTimeout > 0 && replyTimeout >= postingTimeout {
+		return fmt.Errorf("outbox: the core's reply timeout %s must be shorter than the posting timeout %s", replyTimeout, postingTimeout)
+	}
+	return nil
 }
 
 // Outbox drains postings to one core. It is safe for concurrent use, and
@@ -65,6 +131,13 @@ type Outbox struct {
 	log      *slog.Logger
 	actor    string
 	caseWait time.Duration
+	owner    string // claim_owner of Drain and ResolveInDoubt claims
+	lease    time.Duration
+	postTO   time.Duration
+	recTO    time.Duration
+
+	mu     sync.Mutex
+	cursor string // the account (bank NUL account) the last pass served last
 }
 
 // New returns an Outbox.
@@ -72,10 +145,23 @@ func New(cfg Config) (*Outbox, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("outbox: Config.DB is required")
 	}
+	if err := cfg.timing(); err != nil {
+		return nil, err
+	}
 	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, clk: cfg.Clock, log: cfg.Logger,
-		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter}
+		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout}
 	if o.clk == nil {
 		o.clk = clock.System{}
+	}
+	id := cfg.Owner
+	if id.Node == "" {
+		id = procid.Ephemeral("outbox", o.clk)
+	}
+	o.owner = id.Owner("drain")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := migrate(ctx, cfg.DB); err != nil {
+		return nil, err
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/zcgw/zcgw/coordinator/clock"
-	"github.com/zcgw/zcgw/coordinator/store"
 )
 
 // ResolveInDoubt settles IN_DOUBT rows, oldest first, one claim at a time.
@@ -35,7 +32,9 @@ func (o *Outbox) ResolveInDoubt(ctx context.Context) (DrainResult, error) {
 			return res, nil
 		}
 		res.Claimed++
-		r, stop, err := o.resolve(ctx, c)
+		wctx, cancel := o.work(ctx)
+		r, stop, err := o.resolve(wctx, c)
+		cancel()
 		res.add(r)
 		if err != nil {
 			return res, err
@@ -110,39 +109,10 @@ func (o *Outbox) RecoverStaleClaims(ctx context.Context, olderThan time.Duration
 	if olderThan <= 0 {
 		return 0, fmt.Errorf("outbox: recover: olderThan must be positive, got %s", olderThan)
 	}
-	now := o.clk.Now()
-	cutoff := sortableStamp(now.Add(-olderThan))
-	var ids []int64
-	err := o.db.Write(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE AdapterOutbox SET status = 'IN_DOUBT', claim_token = NULL,
-			claimed_at = NULL, updated_at = ?, last_error = 'claim abandoned; outcome unknown'
-			WHERE status = 'CLAIMED' AND route = 'MQ' AND claimed_at < ? RETURNING id`, clock.Stamp(now), cutoff)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if err := o.stateLog(ctx, tx, id, "OutboxClaimRecovered", Claimed, InDoubt, "", o.actor, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	n, err := o.takeOver(ctx, `claimed_at < ?`, []any{sortableStamp(o.clk.Now().Add(-olderThan))}, nil,
+		"OutboxClaimRecovered", "claim abandoned; outcome unknown", "older_than "+olderThan.String())
 	if err != nil {
 		return 0, fmt.Errorf("outbox: recover stale claims: %w", err)
 	}
-	for _, id := range ids {
-		o.log.WarnContext(ctx, "outbox.recover", "id", id, "older_than", olderThan.String())
-	}
-	return len(ids), nil
+	return n, nil
 }

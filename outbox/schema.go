@@ -1,7 +1,18 @@
 package outbox
 
+import (
+	"context"
+	"fmt"
+
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
 // Schema is the DDL of the outbox tables. The adapter includes it in the
 // schema it passes to store.Open for its own database. It is idempotent.
+//
+// claim_owner and claim_until were added after the first release: an older
+// file gains them when New opens it (migrate), and indexes over them are
+// created there, not here.
 //
 // EntityStateLog has the columns of spec 003 (INSERT ONLY); the outbox
 // appends one row per status change of a posting (entity_type 'OUTBOX').
@@ -21,6 +32,8 @@ CREATE TABLE IF NOT EXISTS AdapterOutbox (
   file_seq      INTEGER,
   claim_token   TEXT,
   claimed_at    TEXT,
+  claim_owner   TEXT,             -- procid owner "<node>/<epoch>/<worker>" of the claim
+  claim_until   TEXT,             -- claimed_at + the claimer's lease (sortable stamp)
   sends         INTEGER NOT NULL DEFAULT 0,
   lookups       INTEGER NOT NULL DEFAULT 0,
   reason_code   TEXT,
@@ -57,3 +70,27 @@ CREATE TABLE IF NOT EXISTS EntityStateLog (
 CREATE INDEX IF NOT EXISTS idx_esl_entity   ON EntityStateLog(entity_type, entity_id, occurred_at);
 CREATE INDEX IF NOT EXISTS idx_esl_occurred ON EntityStateLog(occurred_at);
 `
+
+// migrate adds the claim owner and lease columns to an outbox table created
+// before they existed, and their index.
+func migrate(ctx context.Context, db *store.DB) error {
+	err := db.Write(ctx, func(tx *store.Tx) error {
+		for _, col := range []string{"claim_owner", "claim_until"} {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('AdapterOutbox') WHERE name = ?`, col).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterOutbox ADD COLUMN `+col+` TEXT`); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_outbox_claims ON AdapterOutbox(claim_until) WHERE status = 'CLAIMED'`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: migrate schema: %w", err)
+	}
+	return nil
+}

@@ -32,6 +32,10 @@ type ServeConfig struct {
 	// ReplyExpiry is the lifetime of replies, so replies nobody waits for
 	// any more do not pile up (default 10m).
 	ReplyExpiry time.Duration
+	// Claim is the request queue's consumer claim, taken on conn by the
+	// caller with Core.Claim (so a refusal can fail the caller's start).
+	// Nil: Serve takes it itself.
+	Claim mq.ConsumerClaim
 }
 
 func (c *Core) serveDefaults(cfg ServeConfig) ServeConfig {
@@ -67,16 +71,43 @@ func (c *Core) DeclareQueues(ctx context.Context, conn mq.Connection, cfg ServeC
 	return nil
 }
 
+// Claim declares the core's queues and makes conn the one consumer of its
+// request queue (mq.Connection.ClaimConsumer): exactly-once against this
+// non-idempotent core assumes a single consumer taking requests in FIFO
+// order. A second one is refused with MQRC 2042 naming the holder.
+func (c *Core) Claim(ctx context.Context, conn mq.Connection, cfg ServeConfig) (mq.ConsumerClaim, error) {
+	cfg = c.serveDefaults(cfg)
+	if err := c.DeclareQueues(ctx, conn, cfg); err != nil {
+		return nil, err
+	}
+	claim, err := conn.ClaimConsumer(ctx, cfg.RequestQueue)
+	if err != nil {
+		return nil, fmt.Errorf("coresim %s: a second consumer of the core's request queue is refused: %w", c.bank, err)
+	}
+	return claim, nil
+}
+
 // Serve takes requests off the core's request queue one at a time, in
-// arrival order, and replies to each, until ctx is done. While the core is
+// arrival order, and replies to each, until ctx is done. It is the queue's
+// one consumer: it uses cfg.Claim or claims the queue itself (Claim), and
+// releases the claim when it returns. While the core is
 // offline it takes nothing off the queue. A request it cannot process
 // (undecodable, or a storage failure) is backed out; once its BackoutCount
 // reaches the threshold it is moved to the backout queue.
 func (c *Core) Serve(ctx context.Context, conn mq.Connection, cfg ServeConfig) error {
 	cfg = c.serveDefaults(cfg)
-	if err := c.DeclareQueues(ctx, conn, cfg); err != nil {
-		return err
+	claim := cfg.Claim
+	if claim == nil {
+		var err error
+		if claim, err = c.Claim(ctx, conn, cfg); err != nil {
+			return err
+		}
 	}
+	defer func() {
+		if err := claim.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, mq.ErrClosed) && !errors.Is(err, mq.ErrConnectionBroken) {
+			c.log.Warn("coresim.release_failed", "bank", c.bank, "err", err.Error())
+		}
+	}()
 	sess, err := conn.Session(ctx)
 	if err != nil {
 		return fmt.Errorf("coresim %s: session: %w", c.bank, err)

@@ -19,6 +19,7 @@ const (
 	ReasonMDError           Reason = 2026 // MQRC_MD_ERROR: malformed message descriptor
 	ReasonMissingReplyToQ   Reason = 2027 // MQRC_MISSING_REPLY_TO_Q
 	ReasonNoMsgAvailable    Reason = 2033 // MQRC_NO_MSG_AVAILABLE: the wait ended without a message
+	ReasonObjectInUse       Reason = 2042 // MQRC_OBJECT_IN_USE: another connection is the queue's exclusive consumer
 	ReasonPriorityError     Reason = 2050 // MQRC_PRIORITY_ERROR
 	ReasonUnknownObjectName Reason = 2085 // MQRC_UNKNOWN_OBJECT_NAME: no such queue
 	ReasonUnexpectedError   Reason = 2195 // MQRC_UNEXPECTED_ERROR: the backend failed (storage, protocol)
@@ -34,6 +35,7 @@ var reasonNames = map[Reason]string{
 	ReasonMDError:           "MD_ERROR",
 	ReasonMissingReplyToQ:   "MISSING_REPLY_TO_Q",
 	ReasonNoMsgAvailable:    "NO_MSG_AVAILABLE",
+	ReasonObjectInUse:       "OBJECT_IN_USE",
 	ReasonPriorityError:     "PRIORITY_ERROR",
 	ReasonUnknownObjectName: "UNKNOWN_OBJECT_NAME",
 	ReasonUnexpectedError:   "UNEXPECTED_ERROR",
@@ -93,6 +95,7 @@ var (
 	ErrConnectionBroken = &Error{Reason: ReasonConnectionBroken}
 	ErrUnknownQueue     = &Error{Reason: ReasonUnknownObjectName}
 	ErrClosed           = &Error{Reason: ReasonHConnError}
+	ErrInUse            = &Error{Reason: ReasonObjectInUse}
 )
 
 // ReasonOf returns the reason of the first *Error in err's chain, or

@@ -34,6 +34,13 @@ type Connection interface {
 	DeleteQueue(ctx context.Context, name string) error
 	// Session opens a session: a sequence of units of work.
 	Session(ctx context.Context) (Session, error)
+	// ClaimConsumer makes this connection the one consumer of a declared
+	// queue (IBM MQ: MQOPEN with MQOO_INPUT_EXCLUSIVE). While the claim is
+	// held, every other claim on the queue fails with MQRC 2042
+	// (ErrInUse) whose cause, an *InUseError, names the holder
+	// (connection id, pid, host, application). The claim ends with
+	// Release, Close, or the death of the connection. See consumer.go.
+	ClaimConsumer(ctx context.Context, queue string) (ConsumerClaim, error)
 	// Close backs out every open unit of work and closes the connection.
 	Close() error
 }

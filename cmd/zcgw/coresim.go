@@ -104,15 +104,19 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 			*bank, *runBatch, sum.Records, sum.Applied, sum.Refused, sum.Replayed, *result)
 		return 0
 	}
-	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger}).Connect(ctx)
+	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger, App: "zcgw coresim --bank " + *bank}).Connect(ctx)
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}
 	defer conn.Close()
-	rq, _ := coresim.QueueNames(*bank)
-	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, rq, *mqPath, *dbPath)
-	if err := core.Serve(ctx, conn, coresim.ServeConfig{}); err != nil {
+	claim, err := core.Claim(ctx, conn, coresim.ServeConfig{})
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 1
+	}
+	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, claim.Queue(), *mqPath, *dbPath)
+	if err := core.Serve(ctx, conn, coresim.ServeConfig{Claim: claim}); err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}

@@ -323,7 +323,7 @@ func TestCoresimOnServedFolderRefusesNamingTheNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	code, out, errs := zcgwIn(ctx, "--data", dir, "coresim", "--bank", "001")
-	want := fmt.Sprintf("zcgw coresim: the data folder %s is served by node %s (pid %d, addr %s), which runs bank 001's core",
+	want := fmt.Sprintf("zcgw coresim: refused: the data folder %s is served by node %s (pid %d, addr %s), which runs bank 001's core",
 		dir, n.ID.Node, os.Getpid(), strings.TrimPrefix(n.URL, "http://"))
 	if code != 1 || !strings.HasPrefix(errs, want) {
 		t.Fatalf("coresim on a served folder: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr starting %q", code, out, errs, want)

@@ -19,7 +19,7 @@ func refuseIfServed(e *env, cmd, why string) (int, bool) {
 	if !served {
 		return 0, false
 	}
-	fmt.Fprintf(e.Stderr, "zcgw %s: the data folder %s is served by node %s (pid %d, addr %s), which %s; "+
+	fmt.Fprintf(e.Stderr, "zcgw %s: refused: the data folder %s is served by node %s (pid %d, addr %s), which %s; "+
 		"stop that node first, or use another --data\n", cmd, e.DataDir, info.Node, info.PID, info.Addr, why)
 	return 1, true
 }

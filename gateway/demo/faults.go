@@ -110,6 +110,12 @@ func (d *day) quiesce(limit time.Duration) error {
 // wait in the adapter's outbox, then brings the core back and drains them.
 func (d *day) offline() error {
 	const bank = "002"
+	// The morning's postings (a settled transfer still sends its
+	// notifications) reach the cores first, so that what waits in the
+	// outbox below is exactly what was queued while the core was offline.
+	if err := d.quiesce(20 * time.Second); err != nil {
+		return err
+	}
 	d.section("bank " + bank + "'s core goes offline (coresim SetOffline)")
 	core := d.n.Banks[bank].Core
 	core.SetOffline(true)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -21,13 +22,8 @@ import (
 	"github.com/zcgw/zcgw/jobs/eod"
 	"github.com/zcgw/zcgw/jobs/overnight"
 	"github.com/zcgw/zcgw/jobs/scheduler"
+	"github.com/zcgw/zcgw/outbox"
 )
-
-// staleClaimAge is how old a CLAIMED outbox row must be before the
-// outbox-drain job hands it to in-doubt resolution: twice the core link's
-// reply timeout, so a drainer still waiting for its reply is never
-// overtaken.
-const staleClaimAge = 2 * linkTimeout
 
 // registerAllJobs registers every job body of a node into reg: the
 // scheduler's built-ins, the node's own jobs (registerJobs) and DNS with
@@ -116,25 +112,49 @@ func (n *Node) registerJobs(ctx context.Context, reg *scheduler.Registry, clk cl
 	return err
 }
 
-// drainOutboxes is one pass of the outbox-drain job over every bank:
-// abandoned claims go to in-doubt resolution, in-doubt postings are asked
-// for by reference, due postings are sent, and Cases a crash left unopened
-// are opened. The node's drain loops do the sending continuously; this job
-// is the safety net that also recovers what a crashed drainer left behind.
+// drainRounds bounds one run of the outbox-drain job: each round is one
+// fair pass over every bank (one posting per account).
+const drainRounds = 1024
+
+// drainOutboxes is the outbox-drain job, an operator's manual trigger of
+// what each bank's outbox loop (outbox.Run) does continuously: claims whose
+// lease ran out go to in-doubt resolution, in-doubt postings are asked for
+// by reference, due postings are sent, and Cases a crash left unopened are
+// opened. It takes turns across banks and accounts (one fair pass per bank
+// per round), so a bank with thousands of postings waiting does not hold
+// back the next.
 func (n *Node) drainOutboxes(ctx context.Context) (string, error) {
+	cfg := outbox.RunConfig{Identity: n.ID, Worker: "outbox-drain-job"}
+	obs := make([]*outbox.Outbox, 0, len(n.Banks))
+	for _, a := range n.adapters() {
+		obs = append(obs, a.Outbox())
+	}
 	var errs []error
 	recovered, applied := 0, 0
-	for _, a := range n.adapters() {
-		ob := a.Outbox()
-		r, err := ob.RecoverStaleClaims(ctx, staleClaimAge)
+	for _, ob := range obs {
+		r, err := ob.RecoverExpiredClaims(ctx)
 		recovered += r
 		errs = append(errs, err)
-		d1, err := ob.ResolveInDoubt(ctx)
-		errs = append(errs, err)
-		d2, err := ob.Drain(ctx, 1024)
-		errs = append(errs, err)
-		applied += d1.Applied + d2.Applied
-		_, err = ob.OpenMissingCases(ctx)
+	}
+	busy := make([]bool, len(obs))
+	for i := range busy {
+		busy[i] = true
+	}
+	for round := 0; round < drainRounds && slices.Contains(busy, true) && ctx.Err() == nil; round++ {
+		for i, ob := range obs {
+			if !busy[i] {
+				continue
+			}
+			r, err := ob.Pass(ctx, cfg)
+			applied += r.Applied
+			if err != nil {
+				errs = append(errs, err)
+			}
+			busy[i] = err == nil && r.Claimed > 0 && !r.Stopped
+		}
+	}
+	for _, ob := range obs {
+		_, err := ob.OpenMissingCases(ctx)
 		errs = append(errs, err)
 	}
 	return fmt.Sprintf("recovered %d stale claims, applied %d postings", recovered, applied), errors.Join(errs...)

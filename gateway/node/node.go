@@ -13,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/jobs/dns"
 	"github.com/zcgw/zcgw/jobs/overnight"
 	"github.com/zcgw/zcgw/jobs/overnight/corepickup"
+	"github.com/zcgw/zcgw/outbox"
 	"github.com/zcgw/zcgw/outbox/events"
 	"github.com/zcgw/zcgw/outbox/events/kafkapub"
 	"io/fs"
@@ -27,6 +28,7 @@ import (
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/coresim"
+	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/bankclient"
@@ -279,7 +281,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond})
+	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond,
+		App: "zcgw serve " + n.ID.String()})
 	handlers := map[string]http.Handler{}
 	for _, bc := range cfg.Banks {
 		b, err := n.openBank(ctx, runCtx, bc, opts)
@@ -350,7 +353,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() { o.Run(runCtx, opts.Idle*4) })
 		}
 		for _, b := range n.Banks {
-			n.goLoop(func() { drainLoop(runCtx, b.Adapter, opts.Idle, n.log) })
+			n.goLoop(func() {
+				// The outbox's own loop: it takes back at once what an earlier
+				// start of this node held, and releases its claims on Close.
+				err := b.Adapter.Outbox().Run(runCtx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
+				if err != nil {
+					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
+				}
+			})
 		}
 		for _, b := range n.Banks { // in-progress adapter requests of dead owners (issue 12)
 			n.goLoop(func() { _ = b.Adapter.RunRequestRecovery(runCtx, 0) })
@@ -414,8 +424,23 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	if err != nil {
 		return nil, err
 	}
+	// The core's one consumer: a second one (another process on this queue
+	// file) refuses the start, naming the holder. A holder that is an
+	// earlier start of this node, killed, is taken over at once once its
+	// process is gone; the short retry covers a process still exiting.
+	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
+	for wait := time.Now().Add(2 * time.Second); ; {
+		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
+			break
+		}
+		if !errors.Is(err, mq.ErrInUse) || time.Now().After(wait) {
+			conn.Close()
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	n.goLoop(func() {
-		if err := b.Core.Serve(runCtx, conn, coresim.ServeConfig{Poll: 5 * time.Millisecond}); err != nil && runCtx.Err() == nil {
+		if err := b.Core.Serve(runCtx, conn, serve); err != nil && runCtx.Err() == nil {
 			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
 		}
 		conn.Close()
@@ -477,25 +502,6 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 // overnightFolders are where a batch-window bank's core finds its posting
 // files and leaves its result files.
 type overnightFolders struct{ Inbound, Results string }
-
-// drainLoop moves the adapter's outbox to its core: in-doubt rows are
-// resolved by inquiry first, then pending rows are sent.
-func drainLoop(ctx context.Context, a *adapter.Adapter, idle time.Duration, log *slog.Logger) {
-	for ctx.Err() == nil {
-		r1, err1 := a.Outbox().ResolveInDoubt(ctx)
-		r2, err2 := a.Outbox().Drain(ctx, 256)
-		if err := errors.Join(err1, err2); err != nil && ctx.Err() == nil {
-			log.Error("node.drain_failed", "bank_id", a.BankID(), "error", err)
-		}
-		if r1.Claimed+r2.Claimed > 0 && !r2.Stopped {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(idle):
-		}
-	}
-}
 
 // corePickupLoop is the simulated core's own batch processing: inside its
 // batch window it runs the posting files delivered to its inbound folder

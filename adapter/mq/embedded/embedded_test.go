@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestConformance(t *testing.T) {
 	mqtest.Run(t, func(t *testing.T) mq.Transport {
 		// One file per subtest; every Connect reopens it, as a new process would.
 		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
-	}, mqtest.Options{})
+	}, mqtest.Options{ExclusiveConsumer: true})
 }
 
 // TestRaceConformance is the concurrency part of the suite, named so that
@@ -25,7 +26,7 @@ func TestConformance(t *testing.T) {
 func TestRaceConformance(t *testing.T) {
 	mqtest.RunConcurrent(t, func(t *testing.T) mq.Transport {
 		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
-	}, mqtest.Options{})
+	}, mqtest.Options{ExclusiveConsumer: true})
 }
 
 func mustConnect(t *testing.T, tr *Transport) *conn {
@@ -239,4 +240,45 @@ func BenchmarkPutGet(b *testing.B) {
 
 func BenchmarkRequestReply(b *testing.B) {
 	mqtest.BenchmarkRequestReply(b, New(filepath.Join(b.TempDir(), "bench.db"), Options{}))
+}
+
+// A Get by a connection that is not the queue's claimed consumer is refused
+// with MQRC 2042 naming the holder, even while messages wait.
+func TestGetOfAClaimedQueueByAnotherConnectionIsRefused(t *testing.T) {
+	ctx := context.Background()
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{App: "zcgw test holder"})
+	a, err := tr.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.DeclareQueue(ctx, mq.QueueSpec{Name: "REQ"}); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := a.ClaimConsumer(ctx, "REQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Session(ctx)
+	if err := sa.Put(ctx, "REQ", &mq.Message{Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sb, _ := b.Session(ctx)
+	_, err = sb.Get(ctx, "REQ", mq.Any)
+	var iu *mq.InUseError
+	if mq.ReasonOf(err) != mq.ReasonObjectInUse || !errors.As(err, &iu) || iu.Holder.Conn != claim.Holder().Conn ||
+		!strings.Contains(err.Error(), `"zcgw test holder"`) {
+		t.Fatalf("get by another connection: %v, want MQRC 2042 naming %v", err, claim.Holder())
+	}
+	if m, err := sa.Get(ctx, "REQ", mq.Any); err != nil || string(m.Body) != "x" {
+		t.Fatalf("holder get: %v %v", m, err)
+	}
 }

@@ -34,8 +34,11 @@ func TestHelperProcess(t *testing.T) {
 	// A crashing child needs a short lease (the parent waits for it to run
 	// out); a consuming one a lease that survives a starved scheduler.
 	lease := 10 * time.Second
-	if os.Getenv(envHelperMode) == "crash" {
+	switch os.Getenv(envHelperMode) {
+	case "crash":
 		lease = time.Second
+	case "claim-crash":
+		lease = time.Hour // the parent must not need the lease to run out
 	}
 	c, err := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: lease}).Connect(ctx)
 	if err != nil {
@@ -64,6 +67,18 @@ func TestHelperProcess(t *testing.T) {
 		}
 		_ = c.Close()
 		os.Exit(0)
+	case "claim-crash":
+		if _, err := c.ClaimConsumer(ctx, helperQueue); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		m, err := s.Get(ctx, helperQueue, mq.Any)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Printf("HELD %s\n", m.Body)
+		os.Exit(3)
 	case "crash":
 		m, err := s.Get(ctx, helperQueue, mq.Any)
 		if err != nil {
@@ -189,5 +204,58 @@ func TestCrashedProcessGetIsRestored(t *testing.T) {
 	}
 	if err := s.Commit(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The queue's claimed consumer dies (a node killed with SIGKILL) holding
+// an uncommitted get, with a lease of an hour. Its restart on the same host
+// claims the queue at once, because the holder's pid no longer runs (or is
+// a zombie its parent has not reaped yet), and gets the message back with
+// BackoutCount 1 without waiting for the lease.
+func TestDeadConsumerProcessIsTakenOverAtOnce(t *testing.T) {
+	for _, reaped := range []bool{true, false} {
+		t.Run(fmt.Sprintf("reaped=%v", reaped), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "claim.db")
+			tr := New(path, Options{PollInterval: 10 * time.Millisecond})
+			c := fill(t, tr, 1)
+			defer c.Close()
+			cmd := helper(t, path, "claim-crash")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			if !strings.Contains(line, "HELD m000") {
+				t.Fatalf("child did not take the message: %q", line)
+			}
+			if reaped {
+				var ee *exec.ExitError
+				if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+					t.Fatalf("child: %v", err)
+				}
+			} else {
+				defer cmd.Wait()
+				deadline := time.Now().Add(10 * time.Second)
+				for state, _ := procStat(cmd.Process.Pid); state != "Z"; state, _ = procStat(cmd.Process.Pid) {
+					if time.Now().After(deadline) {
+						t.Fatalf("child never became a zombie (state %q)", state)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := c.ClaimConsumer(ctx, helperQueue); err != nil {
+				t.Fatalf("claim after the holder process died: %v", err)
+			}
+			s, _ := c.Session(ctx)
+			m, err := s.Get(ctx, helperQueue, mq.Any)
+			if err != nil || string(m.Body) != "m000" || m.BackoutCount != 1 {
+				t.Fatalf("get after take-over: %v %v, want m000 with BackoutCount 1", m, err)
+			}
+		})
 	}
 }

@@ -16,6 +16,17 @@ CREATE TABLE IF NOT EXISTS mq_connection (
   heartbeat_at TEXT NOT NULL,
   lease_until  TEXT          -- heartbeat_at + the connection's own LeaseTTL
 );
+-- One row per queue with an exclusive consumer (ClaimConsumer); it lives
+-- as long as its connection's lease (reap deletes it with the connection).
+CREATE TABLE IF NOT EXISTS mq_consumer (
+  queue      TEXT PRIMARY KEY REFERENCES mq_queue(name) ON DELETE CASCADE,
+  conn       TEXT NOT NULL,
+  pid        INTEGER NOT NULL,
+  host       TEXT NOT NULL,
+  app        TEXT NOT NULL DEFAULT '',
+  proc_start TEXT NOT NULL DEFAULT '', -- the holder process's start (procfs), to tell a reused pid
+  since      TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS mq_message (
   seq           INTEGER PRIMARY KEY AUTOINCREMENT,
   queue         TEXT NOT NULL REFERENCES mq_queue(name) ON DELETE CASCADE,

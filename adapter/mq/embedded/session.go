@@ -102,8 +102,11 @@ RETURNING msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at,
 func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
 	now := s.c.t.opts.Clock.Now()
 	nowS := stamp(now)
-	args := []any{s.c.id, s.id, nowS, queue, nowS}
-	filter := ""
+	args := []any{s.c.id, s.id, nowS, queue, nowS, queue, s.c.id}
+	// Never take a message of a queue another connection claimed as its
+	// exclusive consumer: the look below reports the claim's holder, and the
+	// claiming UPDATE re-checks it.
+	filter := " AND NOT EXISTS (SELECT 1 FROM mq_consumer k WHERE k.queue = ? AND k.conn <> ?)"
 	if !match.MsgID.IsZero() {
 		filter += " AND msg_id = ?"
 		args = append(args, match.MsgID[:])
@@ -115,11 +118,19 @@ func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq
 	// Look first on the read pool, so that an idle poller never takes the
 	// file's write lock.
 	var available bool
+	var holder string
 	if err := s.c.db.Read(ctx, func(tx *store.Tx) error {
 		return tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM mq_message
-			WHERE queue = ? AND claim_conn IS NULL %s)`, filter), append([]any{queue}, args[5:]...)...).Scan(&available)
+			WHERE queue = ? AND claim_conn IS NULL %s), COALESCE((SELECT conn FROM mq_consumer WHERE queue = ?), '')`, filter),
+			append(append([]any{queue}, args[5:]...), queue)...).Scan(&available, &holder)
 	}); err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
+	}
+	if holder != "" && holder != s.c.id {
+		if err := s.c.heldByOther(ctx, queue); err != nil {
+			return nil, err
+		}
+		return nil, nil // released meanwhile: look again at the next wake-up
 	}
 	if !available {
 		return nil, nil

@@ -37,6 +37,10 @@ type Options struct {
 	// PollInterval is how often a waiting Get looks for messages committed
 	// by other processes (commits in this process wake it at once).
 	PollInterval time.Duration
+	// App names the application in the holder of a consumer claim (for
+	// example "zcgw serve node-1a2b"), so a refused claimant can say who
+	// holds the queue.
+	App string
 }
 
 // Transport is the embedded backend for one queue file.
@@ -205,13 +209,8 @@ func (c *conn) reap(ctx context.Context) (int64, error) {
 			stamp(now), stamp(now.Add(-c.t.opts.LeaseTTL))); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE mq_message
-			SET claim_conn = NULL, claim_session = NULL, claimed_at = NULL, backout_count = backout_count + 1
-			WHERE claim_conn IS NOT NULL AND claim_conn NOT IN (SELECT id FROM mq_connection)`)
-		if err != nil {
-			return err
-		}
-		restored, err = res.RowsAffected()
+		var err error
+		restored, err = restoreOrphans(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -222,6 +221,22 @@ func (c *conn) reap(ctx context.Context) (int64, error) {
 		c.hub.notifyAll()
 	}
 	return restored, nil
+}
+
+// restoreOrphans restores, with backout_count+1, every message claimed by
+// a connection that no longer exists, and ends that connection's consumer
+// claims.
+func restoreOrphans(ctx context.Context, tx *store.Tx) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM mq_consumer WHERE conn NOT IN (SELECT id FROM mq_connection)`); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE mq_message
+		SET claim_conn = NULL, claim_session = NULL, claimed_at = NULL, backout_count = backout_count + 1
+		WHERE claim_conn IS NOT NULL AND claim_conn NOT IN (SELECT id FROM mq_connection)`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // addLeaseColumn adds mq_connection.lease_until to a queue file created
@@ -366,6 +381,9 @@ func (c *conn) Close() error {
 	<-c.done
 	ctx := context.Background()
 	if err := c.db.Write(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM mq_consumer WHERE conn = ?`, c.id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM mq_connection WHERE id = ?`, c.id)
 		return err
 	}); err != nil {

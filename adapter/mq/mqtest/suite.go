@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +23,10 @@ type Options struct {
 	// the BackoutCount of the messages it passes over (RabbitMQ
 	// consume-and-filter). The suite then does not check their counts.
 	SkipCountsAsBackout bool
+	// ExclusiveConsumer: the backend implements ClaimConsumer (one
+	// consumer per queue, a second refused naming the holder). Without it
+	// the ExclusiveConsumer case is skipped.
+	ExclusiveConsumer bool
 }
 
 type suiteCase struct {
@@ -48,12 +54,14 @@ var cases = []suiteCase{
 	{"WaitingGetWokenByCommit", testWakeOnCommit},
 	{"UnknownQueue", testUnknownQueue},
 	{"InvalidDescriptor", testInvalidDescriptor},
+	{"ExclusiveConsumer", testExclusiveConsumer},
+	{"ExclusiveConsumerRace", testExclusiveConsumerRace},
 }
 
 // concurrent names the cases that race goroutines against one another.
 var concurrent = map[string]bool{
 	"ConcurrentRequesters": true, "ConcurrentConsumersEachOnce": true,
-	"RequestReply": true, "WaitingGetWokenByCommit": true,
+	"RequestReply": true, "WaitingGetWokenByCommit": true, "ExclusiveConsumerRace": true,
 }
 
 // Run runs the whole suite. newTransport is called once per subtest; every
@@ -739,4 +747,126 @@ func testInvalidDescriptor(t *testing.T, h *harness) {
 	}
 	h.commit(s)
 	h.expectEmpty(s, q, mq.Any)
+}
+
+// expectInUse asserts a refused consumer claim: MQRC 2042 whose cause names
+// the holder.
+func expectInUse(t *testing.T, err error, holder mq.Holder) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("second consumer claim succeeded, want MQRC 2042 OBJECT_IN_USE")
+	}
+	var iu *mq.InUseError
+	if !errors.Is(err, mq.ErrInUse) || mq.ReasonOf(err) != mq.ReasonObjectInUse || !errors.As(err, &iu) {
+		t.Fatalf("err = %v, want MQRC 2042 with an *mq.InUseError", err)
+	}
+	if iu.Holder.Conn != holder.Conn || iu.Holder.PID != holder.PID || iu.Holder.Host != holder.Host {
+		t.Fatalf("refusal names %+v, want the holder %+v", iu.Holder, holder)
+	}
+	for _, want := range []string{holder.Conn, fmt.Sprintf("pid %d", holder.PID)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not name the holder (%s)", err, want)
+		}
+	}
+}
+
+func testExclusiveConsumer(t *testing.T, h *harness) {
+	if !h.opts.ExclusiveConsumer {
+		t.Skip("backend does not declare exclusive consumers")
+	}
+	q := h.queue("exclusive", 0, "")
+	ctx := ctxFor(t, 20*time.Second)
+	first, err := h.conn.ClaimConsumer(ctx, q)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if first.Queue() != q || first.Holder().PID != os.Getpid() || first.Holder().Conn == "" {
+		t.Fatalf("claim reports %s %+v", first.Queue(), first.Holder())
+	}
+	other := h.connect()
+	_, err = other.ClaimConsumer(ctx, q)
+	expectInUse(t, err, first.Holder())
+	// The holding connection cannot open a second consumer either.
+	_, err = h.conn.ClaimConsumer(ctx, q)
+	expectInUse(t, err, first.Holder())
+	// The holder consumes as usual.
+	h.putCommitted(q, "one")
+	s := h.session(h.conn)
+	if m := h.get(s, q, mq.Any); string(m.Body) != "one" {
+		t.Fatalf("holder got %q", m.Body)
+	}
+	h.commit(s)
+	// Released: another connection may claim.
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	second, err := other.ClaimConsumer(ctx, q)
+	if err != nil {
+		t.Fatalf("claim after release: %v", err)
+	}
+	_, err = h.conn.ClaimConsumer(ctx, q)
+	expectInUse(t, err, second.Holder())
+	// Closing the holder's connection ends its claim.
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		third, err := h.conn.ClaimConsumer(ctx, q)
+		if err == nil {
+			if err := third.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if !errors.Is(err, mq.ErrInUse) || ctx.Err() != nil {
+			t.Fatalf("claim after the holder closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Connections racing to claim one queue: exactly one wins, every other is
+// refused naming the winner.
+func testExclusiveConsumerRace(t *testing.T, h *harness) {
+	if !h.opts.ExclusiveConsumer {
+		t.Skip("backend does not declare exclusive consumers")
+	}
+	q := h.queue("exclusive.race", 0, "")
+	const n = 6
+	conns := make([]mq.Connection, n)
+	for i := range conns {
+		conns[i] = h.connect()
+	}
+	ctx := ctxFor(t, 20*time.Second)
+	claims := make([]mq.ConsumerClaim, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			claims[i], errs[i] = conns[i].ClaimConsumer(ctx, q)
+		}()
+	}
+	wg.Wait()
+	var winner mq.ConsumerClaim
+	for i := range conns {
+		if errs[i] == nil {
+			if winner != nil {
+				t.Fatalf("two connections hold the consumer claim: %v and %v", winner.Holder(), claims[i].Holder())
+			}
+			winner = claims[i]
+		}
+	}
+	if winner == nil {
+		t.Fatalf("no connection won the claim: %v", errs)
+	}
+	for i := range conns {
+		if errs[i] != nil {
+			expectInUse(t, errs[i], winner.Holder())
+		}
+	}
+	if err := winner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

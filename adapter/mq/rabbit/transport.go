@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,9 @@ type Options struct {
 	PollInterval   time.Duration // longest pause between basic.get polls of a waiting Get
 	DialTimeout    time.Duration // TCP and AMQP handshake timeout
 	ConfirmTimeout time.Duration // longest wait for publisher confirms in Commit
+	// App names the application in the connection name and in the holder
+	// of a consumer claim (for example "zcgw serve node-1a2b").
+	App string
 }
 
 // Transport is the RabbitMQ backend for one broker URL. It remembers the
@@ -71,14 +75,15 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
+	id := mq.NewID().String()[:32]
 	ac, err := amqp.DialConfig(t.url, amqp.Config{
 		Dial:       amqp.DefaultDial(timeout),
-		Properties: amqp.Table{"connection_name": "zcgw-mq"},
+		Properties: amqp.Table{"connection_name": fmt.Sprintf("zcgw-mq %s pid %d conn %s", t.opts.App, os.Getpid(), id)},
 	})
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: redact(err, t.url)}
 	}
-	c := &conn{t: t, ac: ac, log: t.opts.Logger, sessions: map[*session]struct{}{}}
+	c := &conn{t: t, ac: ac, id: id, log: t.opts.Logger.With("mq_conn", id), sessions: map[*session]struct{}{}, claims: map[string]bool{}}
 	closed := ac.NotifyClose(make(chan *amqp.Error, 1))
 	go func() {
 		if e, ok := <-closed; ok && e != nil {
@@ -114,6 +119,7 @@ func redactURL(u string) string {
 type conn struct {
 	t   *Transport
 	ac  *amqp.Connection
+	id  string
 	log *slog.Logger
 
 	broken atomic.Bool
@@ -122,6 +128,7 @@ type conn struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[*session]struct{}
+	claims   map[string]bool // queues this connection holds the consumer claim of
 }
 
 func (c *conn) usable(op, queue string) error {

@@ -1,0 +1,388 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// RunConfig configures Run and Pass.
+type RunConfig struct {
+	// Identity is the process whose claims Run makes: claim_owner is
+	// Identity.Owner(Worker). At start Run takes back every claim of an
+	// earlier start of Identity.Node (procid.Identity.IsEarlierSelf). Zero:
+	// an ephemeral identity (nothing is taken back at start).
+	Identity procid.Identity
+	// Worker names the loop in the claim owner (default "outbox").
+	Worker string
+	// Idle is the pause after a pass that found nothing to do (default 5ms).
+	Idle time.Duration
+	// Backoff is the pause after a pass that stopped because the core is
+	// offline or not answering, or that failed (default 100ms, at least
+	// Idle): each retry claims and records a posting, so retrying at Idle
+	// would write two state-log rows every few milliseconds.
+	Backoff time.Duration
+	// Accounts is how many accounts one pass serves, one posting each
+	// (default 64).
+	Accounts int
+	// CaseSweepEvery is how often Run opens the Cases a crash left
+	// unopened (default 1s).
+	CaseSweepEvery time.Duration
+}
+
+func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
+	if cfg.Identity.Node == "" {
+		cfg.Identity = procid.Ephemeral("outbox", clk)
+	}
+	if cfg.Worker == "" {
+		cfg.Worker = "outbox"
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = 5 * time.Millisecond
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	cfg.Backoff = max(cfg.Backoff, cfg.Idle)
+	if cfg.Accounts <= 0 {
+		cfg.Accounts = 64
+	}
+	if cfg.CaseSweepEvery <= 0 {
+		cfg.CaseSweepEvery = time.Second
+	}
+	return cfg
+}
+
+// Run is the outbox's own loop: it moves postings to the core until ctx is
+// done. At start it takes back, at once, every claim an earlier start of
+// this node held (each becomes IN_DOUBT and is settled by an inquiry by
+// reference before anything is resent); claims of other owners wait for
+// their lease (RecoverExpiredClaims). Then it repeats Pass: fair across
+// accounts, one posting per account per pass, each bounded by the posting
+// timeout. When ctx is done it releases whatever claims it still holds, in
+// a context of its own, and returns nil.
+func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
+	if o.core == nil {
+		return errors.New("outbox: run: no Core configured")
+	}
+	cfg = cfg.withDefaults(o.clk)
+	owner := cfg.Identity.Owner(cfg.Worker)
+	defer func() {
+		rctx, cancel := o.detached(ctx)
+		defer cancel()
+		if n, err := o.ReleaseClaims(rctx, owner); err != nil {
+			o.log.ErrorContext(rctx, "outbox.release_failed", "owner", owner, "err", err.Error())
+		} else if n > 0 {
+			o.log.WarnContext(rctx, "outbox.released", "owner", owner, "claims", n)
+		}
+	}()
+	for {
+		_, err := o.TakeBack(ctx, cfg.Identity)
+		if err == nil {
+			break
+		}
+		o.log.ErrorContext(ctx, "outbox.take_back_failed", "err", err.Error())
+		if !sleepCtx(ctx, cfg.Backoff) {
+			return nil
+		}
+	}
+	var lastCases time.Time
+	for ctx.Err() == nil {
+		if now := o.clk.Now(); now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases) {
+			lastCases = now
+			if _, err := o.OpenMissingCases(ctx); err != nil && ctx.Err() == nil {
+				o.log.WarnContext(ctx, "outbox.case_sweep_failed", "err", err.Error())
+			}
+		}
+		res, err := o.pass(ctx, owner, cfg.Accounts)
+		if err != nil && ctx.Err() == nil {
+			o.log.ErrorContext(ctx, "outbox.pass_failed", "err", err.Error())
+		}
+		pause := cfg.Idle
+		switch {
+		case err != nil || res.Stopped:
+			pause = cfg.Backoff
+		case res.Claimed > 0:
+			continue
+		}
+		if !sleepCtx(ctx, pause) {
+			break
+		}
+	}
+	return nil
+}
+
+// Pass is one fair round over the outbox, as Run does it: claims whose
+// lease ran out become IN_DOUBT; every IN_DOUBT posting is settled by an
+// inquiry (up to cfg.Accounts); then the next posting of each account (up
+// to cfg.Accounts accounts, taking turns from where the previous pass
+// stopped) is sent. An account with thousands of postings waiting gets one
+// per pass like every other, so it cannot starve the rest. The pass stops
+// early when the core is offline or not answering. It is what the
+// outbox-drain job repeats.
+func (o *Outbox) Pass(ctx context.Context, cfg RunConfig) (DrainResult, error) {
+	if o.core == nil {
+		return DrainResult{}, errors.New("outbox: pass: no Core configured")
+	}
+	cfg = cfg.withDefaults(o.clk)
+	return o.pass(ctx, cfg.Identity.Owner(cfg.Worker), cfg.Accounts)
+}
+
+func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainResult, error) {
+	var res DrainResult
+	if _, err := o.RecoverExpiredClaims(ctx); err != nil {
+		return res, err
+	}
+	var doubt []int64
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		doubt, err = queryIDs(ctx, tx, `SELECT id FROM AdapterOutbox WHERE status = 'IN_DOUBT' AND route = 'MQ' ORDER BY id LIMIT ?`, accounts)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("outbox: pass: %w", err)
+	}
+	for _, id := range doubt {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		c, ok, err := o.claimPicked(ctx, InDoubt, owner, `SELECT ?`, id)
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			continue // another claimer settled it first
+		}
+		res.Claimed++
+		wctx, cancel := o.work(ctx)
+		r, stop, err := o.resolve(wctx, c)
+		cancel()
+		res.add(r)
+		if err != nil {
+			return res, err
+		}
+		if stop {
+			res.Stopped, res.StopNote = true, "core not answering inquiries"
+			return res, nil
+		}
+	}
+	heads, err := o.heads(ctx, accounts)
+	if err != nil {
+		return res, err
+	}
+	for _, h := range heads {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		c, ok, err := o.claimPicked(ctx, Pending, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ? AND `+claimable, h.id)
+		if err != nil {
+			return res, err
+		}
+		o.mu.Lock()
+		o.cursor = h.key
+		o.mu.Unlock()
+		if !ok {
+			continue
+		}
+		res.Claimed++
+		wctx, cancel := o.work(ctx)
+		r, err := o.send(wctx, c, false)
+		cancel()
+		res.add(r)
+		if err != nil {
+			return res, err
+		}
+		if r.NotSent > 0 || r.InDoubt > 0 {
+			res.Stopped, res.StopNote = true, "core offline or not answering"
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+type head struct {
+	id  int64
+	key string // bank + NUL + account: the turn order
+}
+
+// heads returns the claimable first posting of up to n accounts, in turn
+// order starting after the account the previous pass ended with.
+func (o *Outbox) heads(ctx context.Context, n int) ([]head, error) {
+	var all []head
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT o.id, o.bank || char(0) || o.account FROM AdapterOutbox o
+			WHERE o.id IN (SELECT MIN(id) FROM AdapterOutbox WHERE status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE') GROUP BY bank, account)
+			  AND `+claimable+` ORDER BY o.bank, o.account`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h head
+			if err := rows.Scan(&h.id, &h.key); err != nil {
+				return err
+			}
+			all = append(all, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: pass: heads: %w", err)
+	}
+	o.mu.Lock()
+	cursor := o.cursor
+	o.mu.Unlock()
+	start := 0
+	for start < len(all) && all[start].key <= cursor {
+		start++
+	}
+	out := make([]head, 0, min(n, len(all)))
+	for i := 0; i < len(all) && len(out) < n; i++ {
+		out = append(out, all[(start+i)%len(all)])
+	}
+	return out, nil
+}
+
+func queryIDs(ctx context.Context, tx *store.Tx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// TakeBack hands every claim made by an earlier start of id's node to
+// in-doubt resolution at once, without waiting for its lease: that process
+// is dead (this start holds the node's lock). Each row becomes IN_DOUBT
+// (it may have been sent before the process died) and is settled by an
+// inquiry by reference before anything is resent. Claims of other owners
+// are left to their lease.
+func (o *Outbox) TakeBack(ctx context.Context, id procid.Identity) (int, error) {
+	if id.Node == "" {
+		return 0, nil
+	}
+	prefix := id.NodePrefix()
+	n, err := o.takeOver(ctx, `substr(claim_owner, 1, ?) = ?`, []any{len(prefix), prefix}, id.IsEarlierSelf,
+		"OutboxClaimRecovered", "claim of an earlier start of this node taken back at restart; outcome unknown", "earlier_start")
+	if err != nil {
+		return 0, fmt.Errorf("outbox: take back claims of earlier starts: %w", err)
+	}
+	return n, nil
+}
+
+// RecoverExpiredClaims hands every CLAIMED row whose lease has run out to
+// in-doubt resolution (IN_DOUBT, never PENDING: a claimer that died may
+// have sent the posting). A row claimed before leases were stored is judged
+// by claimed_at and this Outbox's lease.
+func (o *Outbox) RecoverExpiredClaims(ctx context.Context) (int, error) {
+	now := o.clk.Now()
+	n, err := o.takeOver(ctx, `(claim_until < ? OR (claim_until IS NULL AND claimed_at < ?))`,
+		[]any{sortableStamp(now), sortableStamp(now.Add(-o.lease))}, nil,
+		"OutboxClaimRecovered", "claim lease expired; outcome unknown", "lease_expired")
+	if err != nil {
+		return 0, fmt.Errorf("outbox: recover expired claims: %w", err)
+	}
+	return n, nil
+}
+
+// ReleaseClaims gives up every claim owner still holds (a stopping loop):
+// the rows become IN_DOUBT, so whatever the claimer may have sent is asked
+// for by reference before anything is resent. The loop's own postings
+// release their claims as they end (finish); this catches a claim whose
+// commit outlived its caller's context.
+func (o *Outbox) ReleaseClaims(ctx context.Context, owner string) (int, error) {
+	n, err := o.takeOver(ctx, `claim_owner = ?`, []any{owner}, nil,
+		"OutboxClaimReleased", "claim released when its holder stopped; outcome unknown", "released")
+	if err != nil {
+		return 0, fmt.Errorf("outbox: release claims of %s: %w", owner, err)
+	}
+	return n, nil
+}
+
+// takeOver moves the CLAIMED MQ rows matching where (and keep, when set,
+// on their owner) to IN_DOUBT. It reads first, so a pass that finds
+// nothing never takes the write lock; each row's UPDATE is guarded by the
+// claim token it read, so a claim that changed meanwhile is left alone.
+func (o *Outbox) takeOver(ctx context.Context, where string, args []any, keep func(owner string) bool,
+	event, lastErr, cause string) (int, error) {
+	type cand struct {
+		id           int64
+		owner, token string
+	}
+	var cands []cand
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, COALESCE(claim_owner,''), claim_token FROM AdapterOutbox
+			WHERE status = 'CLAIMED' AND route = 'MQ' AND `+where+` ORDER BY id`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.id, &c.owner, &c.token); err != nil {
+				return err
+			}
+			if keep == nil || keep(c.owner) {
+				cands = append(cands, c)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil || len(cands) == 0 {
+		return 0, err
+	}
+	var done []cand
+	now := clock.Stamp(o.clk.Now())
+	err = o.db.Write(ctx, func(tx *store.Tx) error {
+		done = done[:0]
+		for _, c := range cands {
+			res, err := tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = 'IN_DOUBT', claim_token = NULL, claimed_at = NULL,
+				claim_owner = NULL, claim_until = NULL, updated_at = ?, last_error = ?
+				WHERE id = ? AND status = 'CLAIMED' AND claim_token = ?`, now, lastErr, c.id, c.token)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				continue
+			}
+			if err := o.stateLog(ctx, tx, c.id, event, Claimed, InDoubt, "", o.actor,
+				map[string]any{"owner": c.owner, "cause": cause}); err != nil {
+				return err
+			}
+			done = append(done, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range done {
+		o.log.WarnContext(ctx, "outbox.recover", "id", c.id, "owner", c.owner, "cause", cause)
+	}
+	return len(done), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
