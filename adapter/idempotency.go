@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -85,6 +86,7 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 		}
 		return zero, err
 	}
+	failpoint.Hit("adapter.after-record")
 	if replay {
 		a.log.InfoContext(ctx, "adapter.replay", "command", command, "request_id", requestID)
 	}
@@ -118,6 +120,7 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 	if err != nil || replay {
 		return out, err
 	}
+	failpoint.Hit("adapter.after-claim")
 	r, final, askErr := ask(ctx)
 	// The claim must be finished even if the caller's context has ended.
 	fctx := context.WithoutCancel(ctx)
@@ -135,6 +138,7 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 	if askErr != nil {
 		return out, errors.Join(askErr, err)
 	}
+	failpoint.Hit("adapter.after-record")
 	return r, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -90,6 +91,7 @@ func (o *Outbox) claimOne(ctx context.Context, from Status) (c claim, ok bool, e
 	}
 	if ok {
 		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(from))
+		failpoint.Hit("outbox.after-claim")
 	}
 	return c, ok, nil
 }
