@@ -126,28 +126,29 @@ func (f *files) readClaims(ctx context.Context) (claims, error) {
 	return c, nil
 }
 
-// stillHeld counts the claims of old that now are exactly as they were
+// stillHeld lists the claims of old that now are exactly as they were
 // (same owner, same token, still in progress), and the transfers of old's
 // in-flight set that are still not terminal.
-func stillHeld(old, now claims) (held, inFlight int) {
+func stillHeld(old, now claims) (held, inFlight map[string]bool) {
+	held, inFlight = map[string]bool{}, map[string]bool{}
 	for id, by := range old.Queue {
 		if now.Queue[id] == by {
-			held++
+			held["queue/"+id] = true
 		}
 	}
 	for id, st := range old.Outbox {
 		if now.Outbox[id] == st {
-			held++
+			held["outbox/"+id] = true
 		}
 	}
 	for k := range old.Requests {
 		if now.Requests[k] {
-			held++
+			held["request/"+k] = true
 		}
 	}
 	for id := range old.InFlight {
 		if _, ok := now.InFlight[id]; ok {
-			inFlight++
+			inFlight[id] = true
 		}
 	}
 	return held, inFlight

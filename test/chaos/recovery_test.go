@@ -14,10 +14,10 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 )
 
-// observe watches a life: from its start until the claims the previous
-// life left (rep.stale) are all taken back or finished, and until the
-// transfers that were in flight at the kill are all terminal, or until
-// the life ends. The returned func waits for the watcher.
+// observe watches a life: from its start, how long each claim the
+// previous life left (rep.stale) stays held as it was, and each transfer
+// in flight at the kill stays non-terminal, until all are done or the life
+// ends. The returned func waits for the watcher.
 func observe(ctx context.Context, fs *files, rep *lifeReport, p *proc) (wait func()) {
 	done := make(chan struct{})
 	if fs == nil || (rep.stale.total() == 0 && len(rep.stale.InFlight) == 0) {
@@ -26,21 +26,29 @@ func observe(ctx context.Context, fs *files, rep *lifeReport, p *proc) (wait fun
 	}
 	go func() {
 		defer close(done)
-		staleDone, flightDone := rep.stale.total() == 0, len(rep.stale.InFlight) == 0
+		prevHeld, prevFlying := rep.stale.total(), len(rep.stale.InFlight)
+		rep.staleOpen, rep.flightOpen = prevHeld, prevFlying
 		for {
 			alive := p.alive()
 			now, err := fs.readClaims(ctx)
 			if err == nil {
 				held, flying := stillHeld(rep.stale, now)
-				rep.staleOpen, rep.flightOpen = held, flying
-				if !staleDone && held == 0 {
-					staleDone, rep.staleResolved = true, time.Since(p.started)
+				since := time.Since(p.started)
+				// When the count last went down is when the last claim
+				// (transfer) resolved so far was resolved.
+				if len(held) < prevHeld {
+					rep.staleResolved = since
 				}
-				if !flightDone && flying == 0 {
-					flightDone, rep.flightDone = true, time.Since(p.started)
+				if len(flying) < prevFlying {
+					rep.flightDone = since
+				}
+				prevHeld, prevFlying = len(held), len(flying)
+				rep.staleOpen, rep.flightOpen = prevHeld, prevFlying
+				if len(held) == 0 && len(flying) == 0 {
+					return
 				}
 			}
-			if (staleDone && flightDone) || !alive {
+			if !alive {
 				return
 			}
 			select {
@@ -86,7 +94,7 @@ func logRecovery(t *testing.T, reports []*lifeReport, seed uint64) {
 	t.Helper()
 	var maxFirst, maxStale, maxFlight time.Duration
 	openStale, openFlight := 0, 0
-	t.Logf("life  mode       armed                              died at                         ready   1st-settled  stale(q/ob/req)  resolved  in-flight  terminal")
+	t.Logf("life  mode       armed                              died at                         ready   1st-settled  stale(q/ob/req)      resolved   in-flight      terminal")
 	for _, r := range reports {
 		armed := r.point
 		if r.mode == "startup" || r.mode == "timer" {
@@ -94,15 +102,15 @@ func logRecovery(t *testing.T, reports []*lifeReport, seed uint64) {
 		}
 		staleCell := fmt.Sprintf("%d/%d/%d", len(r.stale.Queue), len(r.stale.Outbox), len(r.stale.Requests))
 		resolved, terminal := ms(r.staleResolved), ms(r.flightDone)
-		if r.stale.total() > 0 && r.staleResolved == 0 {
-			resolved = fmt.Sprintf("OPEN %d", r.staleOpen)
+		if r.staleOpen > 0 {
+			resolved += fmt.Sprintf(" +%d OPEN", r.staleOpen)
 			openStale += r.staleOpen
 		}
-		if len(r.stale.InFlight) > 0 && r.flightDone == 0 {
-			terminal = fmt.Sprintf("OPEN %d", r.flightOpen)
+		if r.flightOpen > 0 {
+			terminal += fmt.Sprintf(" +%d OPEN", r.flightOpen)
 			openFlight += r.flightOpen
 		}
-		t.Logf("%4d  %-9s  %-33s  %-30s  %6s  %11s  %15s  %8s  %9d  %8s", r.n, r.mode, armed, orDash(r.fired), ms(r.readyAfter),
+		t.Logf("%4d  %-9s  %-33s  %-30s  %6s  %11s  %15s  %12s  %10d  %12s", r.n, r.mode, armed, orDash(r.fired), ms(r.readyAfter),
 			ms(r.firstSettled), staleCell, resolved, len(r.stale.InFlight), terminal)
 		if r.n > 1 {
 			maxFirst = max(maxFirst, r.firstSettled)
@@ -111,8 +119,8 @@ func logRecovery(t *testing.T, reports []*lifeReport, seed uint64) {
 		}
 	}
 	t.Logf("recovery (seed %d; issue 12 targets in brackets): first settlement after a restart at most %s [1 s]; "+
-		"stale claims of the dead process resolved within %s [10 s], %d still held when their life ended; "+
-		"transfers in flight at a kill terminal within %s, %d not terminal when their life ended",
+		"stale claims of the dead process resolved within %s [10 s], %d still held when their life ended (a life's "+
+		"claims resolved before it was killed again count; OPEN = never seen resolved); transfers in flight at a kill terminal within %s, %d not terminal when their life ended",
 		seed, ms(maxFirst), ms(maxStale), openStale, ms(maxFlight), openFlight)
 }
 
