@@ -89,11 +89,11 @@ type outboxRow struct {
 // audit reads the stopped node's files and checks what a bank auditor
 // would. quiet says whether the node reached quiescence: when it did not,
 // the balance checks still run and their findings say so.
-func audit(ctx context.Context, t *testing.T, fs *files, w *world, all []*sent, replays []string, seed uint64, quiet bool) {
+func audit(ctx context.Context, t *testing.T, r *runResult) *findings {
 	t.Helper()
+	fs, w, all, seed, quiet := r.fs, r.w, r.all, r.seed, r.quiet
 	f := &findings{seed: seed, by: map[string][]string{}, ran: []string{chkAccepted, chkAnswers, chkRefused, chkUnanswered, chkUnknownRow,
 		chkTerminal, chkCrashCase, chkDebitCredit, chkExactlyOnce, chkOutbox, chkAccount, chkConserved, chkShadow, chkReleased, chkChains, chkReplay}}
-	defer f.report(t)
 	note := ""
 	if !quiet {
 		note = " (the node was not quiescent)"
@@ -382,9 +382,10 @@ func audit(ctx context.Context, t *testing.T, fs *files, w *world, all []*sent, 
 	}
 	t.Logf("audit: %d transfers, %d journal lines at the cores, %d postings, %d chains / %d FinalityLog entries verified",
 		len(txs), len(lines), len(outboxes), rep.Chains, rep.Entries)
-	for _, r := range replays {
-		f.add(chkReplay, "%s", r)
+	for _, p := range r.replays {
+		f.add(chkReplay, "%s", p)
 	}
+	return f
 }
 
 func stateOf(txs map[string]*txRow, id string) string {

@@ -100,39 +100,66 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// runConfig is one run's parameters.
+type runConfig struct {
+	seed           uint64
+	kills, clients int
+	settle         time.Duration
+	keep           bool
+}
+
+// runResult is what the audit reads: the stopped node's files and what
+// the clients sent and were answered.
+type runResult struct {
+	fs      *files
+	w       *world
+	all     []*sent
+	replays []string // replay-byte-identical findings
+	seed    uint64
+	quiet   bool
+	dir     string
+}
+
 // TestChaosKillRestart is the suite: load, kills, restarts, quiescence,
 // replays, audit. Every failure names its check, the transfer and the seed.
 func TestChaosKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos suite: not in -short")
 	}
-	seed := uint64(time.Now().UnixNano())
+	cfg := runConfig{seed: uint64(time.Now().UnixNano()), kills: envInt(t, envKills, 5), clients: envInt(t, envClients, 4),
+		settle: 60 * time.Second, keep: os.Getenv(envKeep) == "1"}
 	if v := os.Getenv(envSeed); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			t.Fatalf("%s=%q: want an unsigned integer", envSeed, v)
 		}
-		seed = s
+		cfg.seed = s
 	}
-	kills, clients := envInt(t, envKills, 5), envInt(t, envClients, 4)
-	settle := 60 * time.Second
 	if v := os.Getenv(envSettle); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			t.Fatalf("%s=%q: want a positive duration", envSettle, v)
 		}
-		settle = d
+		cfg.settle = d
 	}
-	repro := fmt.Sprintf("%s=%d %s=%d %s=%d", envSeed, seed, envKills, kills, envClients, clients)
+	repro := fmt.Sprintf("%s=%d %s=%d %s=%d", envSeed, cfg.seed, envKills, cfg.kills, envClients, cfg.clients)
 	t.Logf("chaos run: %s (re-run with: %s go test -count=1 -run TestChaosKillRestart ./test/chaos)", repro, repro)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("chaos run FAILED with %s", repro)
 		}
 	})
+	r := runChaos(t, cfg)
+	audit(context.Background(), t, r).report(t)
+}
 
+// runChaos runs the node through cfg.kills kills and a last life, waits
+// for quiescence, checks replays and stops the node with SIGTERM.
+func runChaos(t *testing.T, cfg runConfig) *runResult {
+	t.Helper()
+	seed, kills, clients, settle := cfg.seed, cfg.kills, cfg.clients, cfg.settle
 	root := t.TempDir()
-	if os.Getenv(envKeep) == "1" {
+	if cfg.keep {
 		var err error
 		if root, err = os.MkdirTemp("", "zcgw-chaos-"); err != nil {
 			t.Fatal(err)
@@ -164,11 +191,11 @@ func TestChaosKillRestart(t *testing.T) {
 	clientsWG := ld.run(clients, stopLoad, giveUp)
 
 	var fs *files // opened once a life has served (the files exist then)
-	defer func() {
+	t.Cleanup(func() {
 		if fs != nil {
 			fs.close()
 		}
-	}()
+	})
 	var reports []*lifeReport
 	var stale claims
 	var cur *proc
@@ -249,6 +276,7 @@ func TestChaosKillRestart(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("check startup (seed %d): the final life is not serving 60 s after exec:\n%s", seed, final.tail(30))
 	}
+	reports[len(reports)-1].readyAfter = final.readyAt.Sub(final.started)
 	if fs == nil {
 		var err error
 		if fs, err = openFiles(ctx, dir); err != nil {
@@ -300,7 +328,7 @@ func TestChaosKillRestart(t *testing.T) {
 	all := ld.snapshot()
 	t.Logf("run: %d lives (%d kills) in %s, %d transfers sent (%d accepted), quiescent after %s (%v), %d replays compared",
 		len(reports), len(reports)-1, killedFor.Round(time.Millisecond), len(all), countAccepted(all), settledAfter.Round(time.Millisecond), quiet, replayed)
-	audit(ctx, t, fs, w, all, replays, seed, quiet)
+	return &runResult{fs: fs, w: w, all: all, replays: replays, seed: seed, quiet: quiet, dir: dir}
 }
 
 func countAccepted(all []*sent) int {
