@@ -148,10 +148,17 @@ func audit(ctx context.Context, t *testing.T, r *runResult) *findings {
 		if s.Kind == kindInvalid {
 			f.add(chkRefused, "key %s (amount 0) was accepted: %s", s.Key, a.Body)
 		}
+		fresh := 0
 		for _, o := range answers {
 			if o.Status/100 == 2 && string(o.Body) != string(a.Body) {
 				f.add(chkAnswers, "key %s: 2xx answers differ: %s vs %s", s.Key, a.Body, o.Body)
 			}
+			if o.Status/100 == 2 && !o.Replayed {
+				fresh++
+			}
+		}
+		if fresh > 1 {
+			f.add(chkAnswers, "key %s: accepted %d times as new (2xx without Idempotent-Replayed)", s.Key, fresh)
 		}
 		var res orchestrator.SubmitResult
 		if err := json.Unmarshal(a.Body, &res); err != nil || res.TxID == "" {

@@ -93,12 +93,11 @@ type load struct {
 	http   *http.Client
 	mu     sync.Mutex
 	all    []*sent
-	byKey  map[string]*sent
 	perCli int // transfers per client at most
 }
 
 func newLoad(w *world, base string, seed uint64, perClient int) *load {
-	return &load{w: w, base: base, seed: seed, perCli: perClient, byKey: map[string]*sent{},
+	return &load{w: w, base: base, seed: seed, perCli: perClient,
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 }
 
@@ -155,7 +154,6 @@ func (l *load) run(clients int, stop, giveUp <-chan struct{}) *sync.WaitGroup {
 				s := l.next(rng, c, n)
 				l.mu.Lock()
 				l.all = append(l.all, s)
-				l.byKey[s.Key] = s
 				l.mu.Unlock()
 				l.send(s, rng, giveUp)
 				pause(rng, 100, 300, giveUp)

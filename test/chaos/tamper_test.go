@@ -73,7 +73,8 @@ func TestAuditCatchesTampering(t *testing.T) {
 
 	// The client's records: an answer that differs, a request never
 	// answered, an accepted request forgotten, a refused one accepted.
-	other.Answers = append(other.Answers, answer{Status: 200, Body: []byte(`{"txid":"TX-SOMETHING-ELSE"}`)})
+	other.Answers = append(other.Answers, answer{Status: 200, Body: []byte(`{"txid":"TX-SOMETHING-ELSE"}`), Replayed: true},
+		answer{Status: 201, Body: other.accepted().Body})
 	r.all = append(r.all, &sent{Key: "chaos-tamper-unanswered", Kind: kindExpress, Payer: other.Payer, Payee: other.Payee, Amount: 1})
 	var kept []*sent
 	dropped := ""
@@ -94,25 +95,26 @@ func TestAuditCatchesTampering(t *testing.T) {
 		Answers: []answer{{Status: 201, Body: []byte(`{"txid":"TX-TAMPER-INVALID"}`)}}})
 
 	f := audit(ctx, t, r)
-	for check, want := range map[string]string{
-		chkExactlyOnce: "applied 2 times",
-		chkAccount:     "core balance",
-		chkConserved:   "the cores hold",
-		chkShadow:      "shadow",
-		chkTerminal:    settled.txid() + " (key " + settled.Key,
-		chkCrashCase:   "CASE-TAMPER",
-		chkChains:      "chain break",
-		chkReleased:    "bank 003 has 7 of H in use",
-		chkDebitCredit: other.txid() + " (key " + other.Key,
-		chkOutbox:      "is PENDING",
-		chkAnswers:     "TX-SOMETHING-ELSE",
-		chkUnanswered:  "chaos-tamper-unanswered",
-		chkUnknownRow:  dropped,
-		chkAccepted:    settled.Key,
-		chkRefused:     "chaos-tamper-invalid",
+	for _, c := range []struct{ check, want string }{
+		{chkExactlyOnce, "applied 2 times"},
+		{chkAccount, "core balance"},
+		{chkConserved, "the cores hold"},
+		{chkShadow, "shadow"},
+		{chkTerminal, settled.txid() + " (key " + settled.Key},
+		{chkCrashCase, "CASE-TAMPER"},
+		{chkChains, "chain break"},
+		{chkReleased, "bank 003 has 7 of H in use"},
+		{chkDebitCredit, other.txid() + " (key " + other.Key},
+		{chkOutbox, "is PENDING"},
+		{chkAnswers, "TX-SOMETHING-ELSE"},
+		{chkAnswers, "accepted 2 times as new"},
+		{chkUnanswered, "chaos-tamper-unanswered"},
+		{chkUnknownRow, dropped},
+		{chkAccepted, settled.Key},
+		{chkRefused, "chaos-tamper-invalid"},
 	} {
-		if got := strings.Join(f.by[check], "\n"); !strings.Contains(got, want) {
-			t.Errorf("check %s after tampering: findings %q, want one naming %q", check, got, want)
+		if got := strings.Join(f.by[c.check], "\n"); !strings.Contains(got, c.want) {
+			t.Errorf("check %s after tampering: findings %q, want one naming %q", c.check, got, c.want)
 		}
 	}
 }

@@ -27,7 +27,6 @@ type account struct {
 	Bank, Hash, Core, Name string
 	Opening                int64
 	PSPR                   string // payee reference registered for it ("" none)
-	Poor                   bool
 }
 
 // key is the account's identity at its core ("bank/core account").
@@ -55,7 +54,7 @@ func newWorld() *world {
 				w.byPSPR[a.PSPR] = a
 			}
 			if n == 4 {
-				a.Poor, a.Opening = true, poorOpening
+				a.Opening = poorOpening
 				w.poor = append(w.poor, a)
 			} else {
 				w.rich = append(w.rich, a)
