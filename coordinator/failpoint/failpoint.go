@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // EnvPoints and EnvSeed are the environment variables that arm points.
@@ -37,7 +38,9 @@ var (
 	killing = func(name string, hit int64) {
 		fmt.Fprintf(os.Stderr, "failpoint: kill at %s hit %d\n", name, hit)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // SIGKILL cannot be caught; never return into the caller
+		for { // SIGKILL cannot be caught; never return into the caller
+			time.Sleep(time.Second)
+		}
 	}
 )
 
