@@ -86,7 +86,7 @@ func Parse(spec string) (Set, error) {
 		switch {
 		case strings.HasPrefix(act, "kill@"):
 			p, err := strconv.ParseFloat(strings.TrimPrefix(act, "kill@"), 64)
-			if err != nil || p <= 0 || p > 1 {
+			if err != nil || !(p > 0 && p <= 1) { // NaN fails both
 				return nil, fmt.Errorf("failpoint: %s entry %d %q: probability must be in (0, 1]", EnvPoints, i+1, entry)
 			}
 			s[name] = &Action{Prob: p}

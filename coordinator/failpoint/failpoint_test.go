@@ -114,3 +114,26 @@ func TestKillIsSIGKILL(t *testing.T) {
 		t.Fatalf("child's output does not name the point:\n%s", out)
 	}
 }
+
+// FuzzParse: any ZCGW_FAILPOINTS value either parses into points with a
+// valid action or is refused with an error naming the variable; never a
+// panic.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"a=kill@0.5", "a=kill#3;b=kill@1", "x", "=", ";;", "a=kill@NaN", "a=kill#-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		set, err := Parse(spec)
+		if err != nil {
+			if !strings.Contains(err.Error(), EnvPoints) {
+				t.Fatalf("Parse(%q) error %q does not name %s", spec, err, EnvPoints)
+			}
+			return
+		}
+		for name, a := range set {
+			if name == "" || (a.At < 1 && !(a.Prob > 0 && a.Prob <= 1)) {
+				t.Fatalf("Parse(%q) armed %q with %+v", spec, name, *a)
+			}
+		}
+	})
+}
