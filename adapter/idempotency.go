@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -82,6 +83,7 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 		}
 		return zero, err
 	}
+	failpoint.Hit("adapter.after-record")
 	if replay {
 		a.log.InfoContext(ctx, "adapter.replay", "command", command, "request_id", requestID)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
@@ -86,6 +87,7 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 		}
 		return out, err
 	}
+	failpoint.Hit("adapter.after-claim")
 	r, final, askErr := ask(ctx)
 	var resp []byte
 	if askErr == nil && final {
@@ -103,6 +105,7 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 	case lost:
 		return out, inFlight(requestID, command)
 	}
+	failpoint.Hit("adapter.after-record")
 	return r, nil
 }
 

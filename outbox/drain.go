@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -98,6 +99,7 @@ func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick strin
 	}
 	if ok {
 		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(from), "owner", owner)
+		failpoint.Hit("outbox.after-claim")
 	}
 	return c, ok, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
@@ -111,6 +112,7 @@ func (c *Client) Call(ctx context.Context, bankID string, req bankapi.Request, r
 	if err != nil {
 		return c.transportError(ctx, err, bankID, details)
 	}
+	failpoint.Hit("bankclient.after-answer")
 	details["status"] = res.StatusCode
 	c.log.DebugContext(ctx, "bankclient.called", "bank_id", bankID, "command", string(cmd), "status", res.StatusCode,
 		"duration_ms", time.Since(start).Milliseconds())

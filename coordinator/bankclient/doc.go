@@ -11,6 +11,7 @@
 // or a 5xx without a catalog body is BANK_ERROR (DOWNSTREAM); no answer in
 // time is BANK_TIMEOUT (TIMEOUT).
 //
-// It imports only coordinator/bankapi, signing, domainerr and zclog; it must
+// It imports only coordinator/bankapi, signing, domainerr, zclog and
+// failpoint (the chaos suite's crash point after a bank answered); it must
 // not import the adapter or the gateway (it knows the bank only by HTTP).
 package bankclient

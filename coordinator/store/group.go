@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 )
 
 // Group commit: WriteGrouped runs each caller's fn in its own savepoint of
@@ -73,8 +75,10 @@ func (db *DB) leadGroups() {
 					return fatal
 				}
 			}
+			failpoint.Hit("store.before-group-commit")
 			return nil
 		}, true)
+		failpoint.Hit("store.after-group-commit")
 		for _, r := range group {
 			if err != nil && r.panic == nil {
 				r.err = err
