@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -143,5 +146,66 @@ func TestSystemModeRoutes(t *testing.T) {
 	}
 	if v, err := finality.VerifyChain(f.ctx, f.db, finality.GlobalChain); err != nil || !v.OK() || v.Entries != 4 {
 		t.Fatalf("verify %+v %v", v, err)
+	}
+}
+
+// N callers toggle BCP through the routes at once: the answers that say
+// changed are exactly the GLOBAL-chain events, which alternate.
+func TestBCPRoutesRace(t *testing.T) {
+	f := newFixture(t, nil)
+	const n, rounds = 6, 8
+	var wg sync.WaitGroup
+	var changed atomic.Int64
+	errs := make(chan string, n*rounds)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				path := "/internal/system-mode/bcp-activate"
+				if (g+i)%2 == 1 {
+					path = "/internal/system-mode/bcp-deactivate"
+				}
+				r := f.do("POST", path, map[string]string{HeaderCronSecret: cron}, fmt.Sprintf(`{"operator":"op-%d","reason":"race"}`, g))
+				var ch ModeChange
+				if r.status != 200 || json.Unmarshal(r.body, &ch) != nil {
+					errs <- fmt.Sprintf("%s: %d %s", path, r.status, r.body)
+					return
+				}
+				if ch.Changed {
+					changed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	var got []string
+	err := f.db.Read(f.ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(f.ctx, `SELECT event_type FROM FinalityLog WHERE txid IS NULL AND gtid IS NULL ORDER BY event_seq`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				return err
+			}
+			got = append(got, s)
+		}
+		return rows.Err()
+	})
+	if err != nil || int64(len(got)) != changed.Load() || len(got) == 0 {
+		t.Fatalf("%d GLOBAL events for %d changed answers (%v)", len(got), changed.Load(), err)
+	}
+	for i, e := range got {
+		want := map[bool]string{true: "SystemBcpActivated", false: "SystemBcpDeactivated"}[i%2 == 0]
+		if e != want {
+			t.Fatalf("GLOBAL entry %d is %s, want %s", i, e, want)
+		}
 	}
 }
