@@ -149,7 +149,7 @@ func (s *Server) setBCP(w http.ResponseWriter, r *http.Request) {
 	// caller goes away.
 	ctx := context.WithoutCancel(r.Context())
 	_, changed, err := change(ctx, strings.TrimSpace(req.Operator), strings.TrimSpace(req.Reason))
-	s.answerModeChange(w, r, ctx, changed, err)
+	s.answerModeChange(ctx, w, r, changed, err)
 }
 
 func (s *Server) quorumReport(w http.ResponseWriter, r *http.Request) {
@@ -180,10 +180,10 @@ func (s *Server) quorumReport(w http.ResponseWriter, r *http.Request) {
 		loggerFrom(r).InfoContext(r.Context(), "sysmode.quorum_report", "replicas_up", *req.ReplicasUp,
 			"replicas_configured", *req.ReplicasConfigured, "reporter", req.Reporter, "changed", changed)
 	}
-	s.answerModeChange(w, r, ctx, changed, err)
+	s.answerModeChange(ctx, w, r, changed, err)
 }
 
-func (s *Server) answerModeChange(w http.ResponseWriter, r *http.Request, ctx context.Context, changed bool, err error) {
+func (s *Server) answerModeChange(ctx context.Context, w http.ResponseWriter, r *http.Request, changed bool, err error) {
 	if err != nil {
 		writeError(w, r, err)
 		return

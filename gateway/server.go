@@ -140,7 +140,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("/api/", s.perimeter(s.notFound))
 	// bank ingress
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
-	// probes (no credentials: they disclose no data)
+	// probes (no credentials: they carry no business data)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	// internal
