@@ -92,7 +92,7 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 	// data are refused too.
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("{\n  \"banks\": [],\n  \"kafak\": {}\n}"), 0o600)
-	if _, _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), "node.json:3:10: kafak: unknown field") {
+	if _, _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), "node.json:3:3: kafak: unknown field") {
 		t.Errorf("line/column: %v", err)
 	}
 	for doc, want := range map[string]string{
@@ -100,6 +100,7 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 		`{"banks":[]} {}`:         "data after the JSON document",
 		`{"banks":[`:              "banks: the document ends early",
 		`{"workers":1e3}`:         "workers: want an integer",
+		`{"workers": "4"}`:        `node.json:1:13: workers: want an integer, got the string "4"`,
 	} {
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(doc), 0o600)
 		if _, _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), want) {

@@ -13,8 +13,8 @@ import (
 )
 
 // ConfigError says where node.json is wrong: the field path (as
-// banks[1].accounts[0].opening_balance), the line and column just after
-// the offending key or value when known, and why.
+// banks[1].accounts[0].opening_balance), the line and column where the
+// offending key or value starts when known, and why.
 type ConfigError struct {
 	File      string // node.json, or its full path
 	Path      string // "" for the whole document
@@ -65,9 +65,23 @@ type walker struct {
 	file string
 }
 
+// next is the offset of the next token: the decoder's position past the
+// white space and the ',' or ':' it has not consumed yet.
+func (w *walker) next() int {
+	off := int(w.dec.InputOffset())
+	for off < len(w.data) && strings.IndexByte(" \t\r\n,:", w.data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
 // fail is a ConfigError at the decoder's position.
 func (w *walker) fail(path, problem string) error {
-	off := int(w.dec.InputOffset())
+	return w.failAt(int(w.dec.InputOffset()), path, problem)
+}
+
+// failAt is a ConfigError at byte offset off.
+func (w *walker) failAt(off int, path, problem string) error {
 	line, col := 1, 1
 	for _, ch := range w.data[:min(off, len(w.data))] {
 		if ch == '\n' {
@@ -115,6 +129,7 @@ func describe(tok json.Token) string {
 
 // value walks one JSON value that must fit t, at path.
 func (w *walker) value(t reflect.Type, path string) error {
+	start := w.next()
 	tok, err := w.token(path)
 	if err != nil {
 		return err
@@ -125,7 +140,7 @@ func (w *walker) value(t reflect.Type, path string) error {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	wrong := func(want string) error { return w.fail(path, "want "+want+", got "+describe(tok)) }
+	wrong := func(want string) error { return w.failAt(start, path, "want "+want+", got "+describe(tok)) }
 	switch t.Kind() {
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
@@ -158,16 +173,16 @@ func (w *walker) value(t reflect.Type, path string) error {
 		if tok != json.Delim('{') {
 			return wrong("an object")
 		}
-		return w.members(path, func(key string) (reflect.Type, error) { return t.Elem(), nil })
+		return w.members(path, func(string, int) (reflect.Type, error) { return t.Elem(), nil })
 	case reflect.Struct:
 		if tok != json.Delim('{') {
 			return wrong("an object")
 		}
 		fields := jsonFields(t)
-		return w.members(path, func(key string) (reflect.Type, error) {
+		return w.members(path, func(key string, at int) (reflect.Type, error) {
 			ft, ok := fields[key]
 			if !ok {
-				return nil, w.fail(join(path, key), "unknown field"+suggest(key, fields))
+				return nil, w.failAt(at, join(path, key), "unknown field"+suggest(key, fields))
 			}
 			return ft, nil
 		})
@@ -177,20 +192,22 @@ func (w *walker) value(t reflect.Type, path string) error {
 	return nil
 }
 
-// members walks an object's members (after its '{'), each typed by typeOf.
-func (w *walker) members(path string, typeOf func(key string) (reflect.Type, error)) error {
+// members walks an object's members (after its '{'), each typed by typeOf
+// (given the key and the offset where it starts).
+func (w *walker) members(path string, typeOf func(key string, at int) (reflect.Type, error)) error {
 	seen := map[string]bool{}
 	for w.dec.More() {
+		at := w.next()
 		tok, err := w.token(path)
 		if err != nil {
 			return err
 		}
 		key := tok.(string) // object keys are strings
 		if seen[key] {
-			return w.fail(join(path, key), "repeated key")
+			return w.failAt(at, join(path, key), "repeated key")
 		}
 		seen[key] = true
-		ft, err := typeOf(key)
+		ft, err := typeOf(key, at)
 		if err != nil {
 			return err
 		}
