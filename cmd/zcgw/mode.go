@@ -188,8 +188,10 @@ func modeBCP(ctx context.Context, e *env, on bool, by, reason string) int {
 	if ch.Changed {
 		fmt.Fprintf(e.Stdout, "BCP_READONLY is now %s (%s by %s: %s); the change is on the GLOBAL chain\n",
 			state, shownStamp(bcp.ChangedAt), bcp.Actor, bcp.Reason)
+	} else if bcp.ChangedAt == "" {
+		fmt.Fprintf(e.Stdout, "BCP_READONLY was already %s (never declared): nothing changed\n", state)
 	} else {
-		fmt.Fprintf(e.Stdout, "BCP_READONLY was already %s (%s by %s: %s): nothing changed\n",
+		fmt.Fprintf(e.Stdout, "BCP_READONLY was already %s (since %s by %s: %s): nothing changed\n",
 			state, shownStamp(bcp.ChangedAt), orDash(bcp.Actor), orDash(bcp.Reason))
 	}
 	fmt.Fprintf(e.Stdout, "mode: %s\n", effective(ch.Mode))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestModeBCPOnServedFolder(t *testing.T) {
 		!regexp.MustCompile(`\nBCP_READONLY +ON +\S+Z +alice +core vendor outage\n`).MatchString(out) {
 		t.Fatalf("mode show: exit %d\n%s%s", code, out, errs)
 	}
-	if code, out, errs := zcgwIn(ctx, "--data", dir, "mode", "bcp", "on", "--reason", "again", "--by", "bob"); code != 0 || !strings.Contains(out, "BCP_READONLY was already on (") {
+	if code, out, errs := zcgwIn(ctx, "--data", dir, "mode", "bcp", "on", "--reason", "again", "--by", "bob"); code != 0 || !regexp.MustCompile(`^BCP_READONLY was already on \(since \S+Z by alice: core vendor outage\): nothing changed\n`).MatchString(out) {
 		t.Fatalf("second bcp on: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs := zcgwIn(ctx, "--data", dir, "mode", "bcp", "off", "--reason", "vendor back", "--by", "bob"); code != 0 || !strings.Contains(out, "mode: NORMAL (writes accepted)") {
@@ -133,6 +134,9 @@ func TestModeBCPOnUnservedFolder(t *testing.T) {
 	if code, _, errs := zcgwIn(ctx, "--data", fresh, "mode", "bcp", "on", "--reason", "x", "--by", "a"); code != 1 || !strings.Contains(errs, "has no zc.db") {
 		t.Fatalf("bcp on on a fresh folder: exit %d %s", code, errs)
 	}
+	if ents, _ := os.ReadDir(fresh); len(ents) != 0 {
+		t.Fatalf("mode on a fresh folder created %v", ents)
+	}
 
 	dir := t.TempDir()
 	n, err := node.Start(ctx, node.Options{DataDir: dir, Addr: "127.0.0.1:0"})
@@ -140,6 +144,10 @@ func TestModeBCPOnUnservedFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Close()
+	if code, out, errs := zcgwIn(ctx, "--data", dir, "mode", "bcp", "off", "--reason", "x", "--by", "carol"); code != 0 ||
+		out != "BCP_READONLY was already off (never declared): nothing changed\nmode: NORMAL (writes accepted)\n" {
+		t.Fatalf("bcp off never declared: exit %d\n%s%s", code, out, errs)
+	}
 	if code, out, errs := zcgwIn(ctx, "--data", dir, "mode", "bcp", "on", "--reason", "weekend drill", "--by", "carol"); code != 0 || !strings.Contains(out, "BCP_READONLY is now on") {
 		t.Fatalf("bcp on: exit %d\n%s%s", code, out, errs)
 	}
