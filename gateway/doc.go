@@ -1,7 +1,8 @@
 // Package gateway is the HTTP edge of zcgw: /api (participant and operator
 // routes), /bank/{bank_id}/zc-ingress/{command} (served by each bank's
-// adapter behind signature verification) and /internal (cron triggers,
-// metrics). It authenticates (API keys with rotation, X-Cron-Secret,
+// adapter behind signature verification), /internal (cron triggers,
+// metrics, the system modes of spec 000 ch. 6) and the /healthz and
+// /readyz probes. It authenticates (API keys with rotation, X-Cron-Secret,
 // Ed25519/HMAC request signatures via coordinator/signing), authorizes
 // queries (spec 004 照会の認可: purpose codes, operator and participant
 // scopes, participant signatures, 404 for non-parties, 403 for lists),
@@ -10,7 +11,8 @@
 //
 // It must not hold business state of its own or write coordinator tables
 // directly: every state change goes through the coordinator's primitives
-// (orchestrator.Submit, participants.Registry). The tables it writes are
+// (orchestrator.Submit, participants.Registry, the sysmode Controller for
+// mode changes and quorum reports). The tables it writes are
 // AccessAuditLog, the INSERT-only record of its own authorization
 // decisions (access.go), and AccessViolationWindows, the per-(bank,
 // window) aggregate of participant signature violations whose first one

@@ -62,6 +62,10 @@ type Config struct {
 	// through /api (ZC_ALLOW_UNAUTHENTICATED_UI, spec 002 §12.6.5): off by
 	// default, and every such request is logged as a warning.
 	AllowUnauthenticatedUI bool
+	// Ready are /readyz's checks besides the coordinator database and the
+	// mode, which it always checks (the node adds its other databases, MQ
+	// and Kafka).
+	Ready []ReadyCheck
 	// FreshnessRed is PR-FRESHNESS-RED (default 60s).
 	FreshnessRed time.Duration
 	// Audit records access decisions (nil: AccessAuditLog in DB).
@@ -181,8 +185,15 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("/api/", s.perimeter(s.notFound))
 	// bank ingress
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
+	// probes (no credentials: they carry no business data)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	// internal
 	mux.HandleFunc("GET /internal/metrics", s.cron(s.serveMetrics))
+	mux.HandleFunc("GET /internal/system-mode", s.cron(s.getSystemMode))
+	mux.HandleFunc("POST /internal/system-mode/bcp-activate", s.cron(s.setBCP))
+	mux.HandleFunc("POST /internal/system-mode/bcp-deactivate", s.cron(s.setBCP))
+	mux.HandleFunc("POST /internal/system-mode/quorum-report", s.cron(s.quorumReport))
 	if s.cfg.Jobs == nil {
 		// With a job runner, timeout-sweep is one of its jobs (recorded in
 		// the job ledger like every /internal/cron/{job} run).

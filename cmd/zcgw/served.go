@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"time"
 
+	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/procid"
 )
 
@@ -22,4 +29,52 @@ func refuseIfServed(e *env, cmd, why string) (int, bool) {
 	fmt.Fprintf(e.Stderr, "zcgw %s: refused: the data folder %s is served by node %s (pid %d, addr %s), which %s; "+
 		"stop that node first, or use another --data\n", cmd, e.DataDir, info.Node, info.PID, info.Addr, why)
 	return 1, true
+}
+
+// callNode sends an operator request to the node serving e.DataDir (info
+// from procid.Running), with the folder's operator credential
+// (authorizeNode), and decodes a 200 answer into out. Any other answer is
+// an error: the node's catalog error (reason code and message) when it
+// sent one.
+func callNode(ctx context.Context, e *env, info procid.Info, method, path string, body, out any) error {
+	who := fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr)
+	if info.Addr == "" {
+		return fmt.Errorf("the data folder %s is held by %s, which is not listening (starting, or another command): try again in a moment", e.DataDir, who)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+info.Addr+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if err := authorizeNode(e.DataDir, req); err != nil {
+		return fmt.Errorf("credentials for %s: %w", who, err)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("ask %s: %w", who, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s: %w", who, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb domainerr.Body
+		if json.Unmarshal(raw, &eb) != nil || eb.ReasonCode == "" {
+			return fmt.Errorf("%s answered %s: %s", who, resp.Status, bytes.TrimSpace(raw))
+		}
+		return fmt.Errorf("%s: %s (answered by %s)", eb.ReasonCode, eb.Error, who)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the answer of %s: %w", who, err)
+	}
+	return nil
 }

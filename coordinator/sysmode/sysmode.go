@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -154,11 +155,12 @@ func (c *Controller) ReconcileQuorum(ctx context.Context, replicasUp, replicasCo
 	return c.set(ctx, QuorumLossReadOnly, lost, "SYSTEM", "quorum reconciliation", ev, detail)
 }
 
-// ActivateBCP declares BCP_READONLY on behalf of operator. It is the only
-// way the flag is set; it does not touch QUORUM_LOSS_READONLY.
+// ActivateBCP declares BCP_READONLY on behalf of operator, for reason
+// (both required: the GLOBAL-chain event records who and why). It is the
+// only way the flag is set; it does not touch QUORUM_LOSS_READONLY.
 func (c *Controller) ActivateBCP(ctx context.Context, operator, reason string) (Status, bool, error) {
-	if operator == "" {
-		return Status{}, false, domainerr.New("MISSING_FIELD", "BCP activation needs the operator id", map[string]any{"field": "operator"})
+	if err := operatorAction("BCP activation", operator, reason); err != nil {
+		return Status{}, false, err
 	}
 	return c.set(ctx, BCPReadOnly, true, operator, reason, finality.SystemBcpActivated, nil)
 }
@@ -166,10 +168,87 @@ func (c *Controller) ActivateBCP(ctx context.Context, operator, reason string) (
 // DeactivateBCP lifts BCP_READONLY on behalf of operator. It does not
 // clear QUORUM_LOSS_READONLY: writes stay refused while quorum is lost.
 func (c *Controller) DeactivateBCP(ctx context.Context, operator, reason string) (Status, bool, error) {
-	if operator == "" {
-		return Status{}, false, domainerr.New("MISSING_FIELD", "BCP deactivation needs the operator id", map[string]any{"field": "operator"})
+	if err := operatorAction("BCP deactivation", operator, reason); err != nil {
+		return Status{}, false, err
 	}
 	return c.set(ctx, BCPReadOnly, false, operator, reason, finality.SystemBcpDeactivated, nil)
+}
+
+// operatorAction refuses an operator mode change without its operator id
+// or its reason (MISSING_FIELD naming the field).
+func operatorAction(what, operator, reason string) error {
+	if strings.TrimSpace(operator) == "" {
+		return domainerr.New("MISSING_FIELD", what+" needs the operator id", map[string]any{"field": "operator"})
+	}
+	if strings.TrimSpace(reason) == "" {
+		return domainerr.New("MISSING_FIELD", what+" needs a reason", map[string]any{"field": "reason"})
+	}
+	return nil
+}
+
+// FlagState is one mode flag as SystemMode holds it: whether it is active
+// and the last change (who, why, when; empty when never changed).
+type FlagState struct {
+	Mode      Mode           `json:"mode"`
+	Active    bool           `json:"active"`
+	Actor     string         `json:"actor,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	ChangedAt string         `json:"changed_at,omitempty"` // RFC3339 UTC
+	Detail    map[string]any `json:"detail,omitempty"`
+	Version   int64          `json:"version"`
+}
+
+// View is the mode as an operator sees it: the effective modes, whether
+// writes are allowed, and both flags with their last change.
+type View struct {
+	Modes    []Mode      `json:"modes"`
+	Writable bool        `json:"writable"`
+	Flags    []FlagState `json:"flags"`
+}
+
+// Show reads the modes with the last change of each flag (always allowed).
+func (c *Controller) Show(ctx context.Context) (View, error) {
+	var v View
+	err := c.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		v, err = ReadView(ctx, tx)
+		return err
+	})
+	return v, err
+}
+
+// ReadView reads the View inside tx.
+func ReadView(ctx context.Context, tx *store.Tx) (View, error) {
+	s, err := ReadStatus(ctx, tx)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Modes: s.Modes(), Writable: s.Writable()}
+	rows, err := tx.QueryContext(ctx, `SELECT mode, active, COALESCE(actor, ''), COALESCE(reason, ''), COALESCE(changed_at, ''), COALESCE(detail, ''), version
+		FROM SystemMode ORDER BY mode`)
+	if err != nil {
+		return View{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f FlagState
+		var active int
+		var detail string
+		if err := rows.Scan(&f.Mode, &active, &f.Actor, &f.Reason, &f.ChangedAt, &detail, &f.Version); err != nil {
+			return View{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+		}
+		f.Active = active == 1
+		if detail != "" && detail != "null" {
+			if err := json.Unmarshal([]byte(detail), &f.Detail); err != nil {
+				return View{}, fmt.Errorf("sysmode: SystemMode %s detail: %w", f.Mode, err)
+			}
+		}
+		v.Flags = append(v.Flags, f)
+	}
+	if err := rows.Err(); err != nil {
+		return View{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
+	}
+	return v, nil
 }
 
 // set flips one flag with a guarded UPDATE and, only when it applied,

@@ -2,7 +2,10 @@ package sysmode
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,6 +171,106 @@ func TestRefusesBadInput(t *testing.T) {
 	}
 	if _, _, err := c.DeactivateBCP(ctx, "", "x"); domainerr.Code(err) != "MISSING_FIELD" {
 		t.Errorf("DeactivateBCP without operator: %v", err)
+	}
+}
+
+// An operator mode change without a reason is refused and changes nothing.
+func TestBCPNeedsAReason(t *testing.T) {
+	ctx := context.Background()
+	db, c := setup(t)
+	for _, reason := range []string{"", "   "} {
+		_, _, err := c.ActivateBCP(ctx, "op-1", reason)
+		if de, ok := domainerr.As(err); !ok || de.Code != "MISSING_FIELD" || de.Details["field"] != "reason" {
+			t.Fatalf("ActivateBCP reason %q: %v, want MISSING_FIELD naming reason", reason, err)
+		}
+	}
+	if st, err := c.Status(ctx); err != nil || st.BCP {
+		t.Fatalf("status after refused activation: %+v %v", st, err)
+	}
+	if got := globalChain(t, db); len(got) != 0 {
+		t.Fatalf("refused activation wrote %v", got)
+	}
+	if _, _, err := c.ActivateBCP(ctx, "op-1", "drill"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.DeactivateBCP(ctx, "op-1", ""); domainerr.Code(err) != "MISSING_FIELD" {
+		t.Fatalf("DeactivateBCP without reason: %v", err)
+	}
+	v, err := c.Show(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bcp FlagState
+	for _, f := range v.Flags {
+		if f.Mode == BCPReadOnly {
+			bcp = f
+		}
+	}
+	if v.Writable || !bcp.Active || bcp.Actor != "op-1" || bcp.Reason != "drill" || bcp.ChangedAt != clock.Stamp(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)) || bcp.Version != 1 {
+		t.Fatalf("Show after the refused deactivation: %+v", v)
+	}
+}
+
+// N goroutines toggle BCP at once: the guarded UPDATE lets exactly one
+// event through per actual change, so the GLOBAL chain alternates
+// activated/deactivated, its length is the number of changes reported,
+// and the flag's version counts them too.
+func TestBCPTogglesRaceOneEventPerChange(t *testing.T) {
+	ctx := context.Background()
+	db, c := setup(t)
+	const n, rounds = 8, 10
+	var changes atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n*rounds)
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				f := c.ActivateBCP
+				if (g+i)%2 == 1 {
+					f = c.DeactivateBCP
+				}
+				_, changed, err := f(ctx, fmt.Sprintf("op-%d", g), "race")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if changed {
+					changes.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := globalChain(t, db)
+	if int64(len(got)) != changes.Load() || len(got) == 0 {
+		t.Fatalf("%d GLOBAL events for %d reported changes", len(got), changes.Load())
+	}
+	for i, r := range got {
+		want := logRow{"SystemBcpActivated", "NORMAL", "BCP_READONLY"}
+		if i%2 == 1 {
+			want = logRow{"SystemBcpDeactivated", "BCP_READONLY", "NORMAL"}
+		}
+		if r != want {
+			t.Fatalf("GLOBAL entry %d = %v, want %v (a change was logged twice or not at all)", i, r, want)
+		}
+	}
+	v, err := c.Show(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range v.Flags {
+		if f.Mode == BCPReadOnly && (f.Version != changes.Load() || f.Active != (len(got)%2 == 1)) {
+			t.Fatalf("BCP flag %+v after %d changes", f, changes.Load())
+		}
+	}
+	if r, err := finality.VerifyChain(ctx, db, finality.GlobalChain); err != nil || !r.OK() || r.Entries != len(got) {
+		t.Fatalf("GLOBAL chain verify %+v %v", r, err)
 	}
 }
 

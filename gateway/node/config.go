@@ -127,51 +127,82 @@ func DefaultConfig() Config {
 // LoadOrInitConfig reads DATA/node.json, writing DefaultConfig there first
 // when it does not exist (0600: it holds secrets).
 func LoadOrInitConfig(dataDir string) (Config, error) {
+	c, found, err := LoadConfig(dataDir)
+	if err != nil || found {
+		return c, err
+	}
+	c = DefaultConfig()
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return c, err
+	}
+	out, _ := json.MarshalIndent(c, "", "  ")
+	return c, os.WriteFile(filepath.Join(dataDir, ConfigFile), append(out, '\n'), 0o600)
+}
+
+// LoadConfig reads and checks DATA/node.json without writing anything.
+// found is false (and the error nil) when the file does not exist. A bad
+// document is a *ConfigError naming the field path: node.json is decoded
+// strictly (unknown or repeated keys and wrong types are refused), then
+// validated.
+func LoadConfig(dataDir string) (c Config, found bool, err error) {
 	path := filepath.Join(dataDir, ConfigFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		c := DefaultConfig()
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return c, err
-		}
-		out, _ := json.MarshalIndent(c, "", "  ")
-		return c, os.WriteFile(path, append(out, '\n'), 0o600)
+		return Config{}, false, nil
 	}
 	if err != nil {
-		return Config{}, err
+		return Config{}, false, err
 	}
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+	if err := decodeConfig(b, path, &c); err != nil {
+		return Config{}, true, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return Config{}, true, err
+	}
+	return c, true, nil
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration. Its errors are *ConfigError naming
+// the field path (File is node.json; LoadConfig puts the full path).
 func (c Config) Validate() error {
+	bad := func(path, problem string, args ...any) error {
+		return &ConfigError{File: ConfigFile, Path: path, Problem: fmt.Sprintf(problem, args...)}
+	}
 	if len(c.Banks) == 0 {
-		return errors.New("node config: at least one bank is required")
+		return bad("banks", "at least one bank is required")
 	}
 	seen := map[string]bool{}
-	for _, b := range c.Banks {
-		if b.BankID == "" || seen[b.BankID] {
-			return fmt.Errorf("node config: bank_id %q missing or repeated", b.BankID)
+	for i, b := range c.Banks {
+		p := fmt.Sprintf("banks[%d]", i)
+		switch {
+		case b.BankID == "":
+			return bad(p+".bank_id", "missing")
+		case seen[b.BankID]:
+			return bad(p+".bank_id", "%q is repeated", b.BankID)
 		}
 		seen[b.BankID] = true
 		if _, err := zengin.ParseNameChars(b.ZenginNames); err != nil {
-			return fmt.Errorf("node config: bank %s: %w", b.BankID, err)
+			return bad(p+".zengin_names", "%v", err)
 		}
 	}
-	for _, k := range c.APIKeys {
+	for i, k := range c.APIKeys {
+		p := fmt.Sprintf("api_keys[%d]", i)
 		if k.Current == "" {
-			return fmt.Errorf("node config: api key %q has no current secret", k.Name)
+			return bad(p+".current", "api key %q has no current secret", k.Name)
 		}
 		if k.Scope != signing.ScopeOperator && k.Scope != signing.ScopeParticipant {
-			return fmt.Errorf("node config: api key %q: scope must be OPERATOR or PARTICIPANT", k.Name)
+			return bad(p+".scope", "api key %q: scope must be OPERATOR or PARTICIPANT", k.Name)
 		}
 		if k.Scope == signing.ScopeParticipant && !seen[k.BankID] {
-			return fmt.Errorf("node config: api key %q names unknown bank %q", k.Name, k.BankID)
+			return bad(p+".bank_id", "api key %q names unknown bank %q", k.Name, k.BankID)
 		}
+	}
+	if k := c.Kafka; k != nil && len(k.Brokers) == 0 && (k.DefaultTopic != "" || len(k.Topics) > 0) {
+		return bad("kafka.brokers", "topics are configured but no broker: events would never be published")
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zcgw/zcgw/adapter"
@@ -131,6 +132,7 @@ type Node struct {
 	ID procid.Identity
 
 	lock    *procid.Lock
+	kafka   atomic.Pointer[kafkapub.Publisher] // nil until started (readyChecks)
 	log     *slog.Logger
 	clk     clock.Clock
 	cancel  context.CancelFunc
@@ -325,6 +327,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
+		Ready: n.readyChecks(nonceDB, led.DB()), FinalityLog: n.FinalityLog,
 		Clock: opts.Clock, Logger: log,
 	})
 	if err != nil {
@@ -379,6 +382,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			return n, fmt.Errorf("kafka publisher: %w", err)
 		}
 		n.closers = append(n.closers, pub.Close)
+		n.kafka.Store(pub)
 		n.goLoop(func() {
 			if err := pub.Run(runCtx); err != nil && runCtx.Err() == nil {
 				n.log.Error("node.publisher_stopped", "error", err)

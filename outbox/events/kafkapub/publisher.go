@@ -161,6 +161,9 @@ type Publisher struct {
 	marking chan error
 	pub     atomic.Int64
 	failed  atomic.Int64
+	// lastErr is the last step's failure, nil after a successful step
+	// (Health reads it from other goroutines).
+	lastErr atomic.Pointer[PublishError]
 }
 
 // New returns a Publisher draining ob to cfg.Brokers. It does not connect
@@ -235,6 +238,7 @@ func (p *Publisher) Step(ctx context.Context) (Step, error) {
 			p.log.Info("events.publish_resumed", "after_failures", p.fails, "sent", len(acks))
 		}
 		p.fails, p.retry = 0, time.Time{}
+		p.lastErr.Store(nil)
 		return Step{Read: len(rows), Sent: len(acks)}, nil
 	}
 	// Start the next attempt on fresh connections and metadata, from the
@@ -284,6 +288,7 @@ func (p *Publisher) fail(rows, sent int, err error) error {
 	backoff = min(backoff, p.cfg.BackoffMax)
 	p.retry = p.cfg.Clock.Now().Add(backoff)
 	pe := &PublishError{Rows: rows, Sent: sent, Backoff: backoff, Err: err}
+	p.lastErr.Store(pe)
 	p.log.Warn("events.publish_failed", "rows", rows, "sent", sent, "consecutive_failures", p.fails, "backoff_ms", backoff.Milliseconds(), "error", err)
 	return pe
 }
@@ -386,6 +391,16 @@ func (p *Publisher) Run(ctx context.Context) error {
 // Stats returns the publisher's counters.
 func (p *Publisher) Stats() Stats {
 	return Stats{Published: p.pub.Load(), Failures: p.failed.Load()}
+}
+
+// Health is nil unless the publisher's last step failed; then it is that
+// failure (a *PublishError). It is safe to call while Run runs: the
+// node's readiness check reports it.
+func (p *Publisher) Health() error {
+	if pe := p.lastErr.Load(); pe != nil {
+		return pe
+	}
+	return nil
 }
 
 // Close waits for a background MarkSent, then flushes and closes the Kafka

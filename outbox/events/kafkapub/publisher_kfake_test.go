@@ -130,6 +130,9 @@ func TestBrokerOutageLongerThanWriterRetries(t *testing.T) {
 	defer p.Close()
 	c.appendRound(t, 1, 5)
 	drain(t, p, c)
+	if err := p.Health(); err != nil {
+		t.Fatalf("healthy publisher reports %v", err)
+	}
 
 	broker.Close()
 	for r := 2; r <= 4; r++ {
@@ -155,11 +158,19 @@ func TestBrokerOutageLongerThanWriterRetries(t *testing.T) {
 	if f := p.Stats().Failures; f != 4 {
 		t.Fatalf("%d failed steps, want 4", f)
 	}
+	// The readiness check sees the outage, not only the warning lines.
+	var pe *kafkapub.PublishError
+	if err := p.Health(); !errors.As(err, &pe) || pe.Backoff != 3*time.Second {
+		t.Fatalf("Health during the outage: %v", err)
+	}
 
 	broker = startBroker(t, port, dir)
 	defer broker.Close()
 	c.appendRound(t, 5, 5)
 	drain(t, p, c)
+	if err := p.Health(); err != nil {
+		t.Fatalf("Health after recovery: %v", err)
+	}
 	d := newDownstream(t)
 	d.consume(t, addr, name(t, "group"), []string{topic}, 25)
 	seqs, _, n := d.seen(t)

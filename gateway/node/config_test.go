@@ -1,0 +1,145 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeConfig writes DefaultConfig as node.json in a new folder after edit
+// changed its generic form (so a test can misspell a key or change a type).
+func writeConfig(t *testing.T, edit func(m map[string]any)) string {
+	t.Helper()
+	raw, _ := json.Marshal(DefaultConfig())
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(m)
+	}
+	out, _ := json.MarshalIndent(m, "", "  ")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func bankAt(m map[string]any, i int) map[string]any { return m["banks"].([]any)[i].(map[string]any) }
+
+func accountAt(m map[string]any, b, a int) map[string]any {
+	return bankAt(m, b)["accounts"].([]any)[a].(map[string]any)
+}
+
+// node.json is decoded strictly: each bad document is refused with a
+// ConfigError naming the field path; a good one loads.
+func TestNodeConfigStrictNamesThePath(t *testing.T) {
+	cases := []struct {
+		name, path, problem string
+		edit                func(m map[string]any)
+	}{
+		{"misspelt kafka block", "kafak", `unknown field: did you mean "kafka"?`, func(m map[string]any) {
+			m["kafak"] = map[string]any{"brokers": []string{"127.0.0.1:9092"}}
+		}},
+		{"unknown key in a kafka block", "kafka.topic", `unknown field: did you mean "topics"?`, func(m map[string]any) {
+			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "topic": "x"}
+		}},
+		{"balance as a string", "banks[1].accounts[0].opening_balance", `want an integer, got the string "1000"`, func(m map[string]any) {
+			accountAt(m, 1, 0)["opening_balance"] = "1000"
+		}},
+		{"fractional balance", "banks[0].accounts[2].opening_balance", "want an integer of 64 bits, got the number 10.5", func(m map[string]any) {
+			accountAt(m, 0, 2)["opening_balance"] = 10.5
+		}},
+		{"unknown account key", "banks[1].accounts[2].balance", "unknown field (known: core_account, hash, name, opening_balance, pspr_refs)", func(m map[string]any) {
+			accountAt(m, 1, 2)["balance"] = 5
+		}},
+		{"bool as string", "banks[0].real_time", `want true or false, got the string "yes"`, func(m map[string]any) {
+			bankAt(m, 0)["real_time"] = "yes"
+		}},
+		{"embedded secret key misspelt", "api_keys[0].curent", `unknown field: did you mean "current"?`, func(m map[string]any) {
+			m["api_keys"].([]any)[0].(map[string]any)["curent"] = "x"
+		}},
+		{"banks not an array", "banks", "want an array, got an object", func(m map[string]any) {
+			m["banks"] = map[string]any{}
+		}},
+		{"repeated bank id", "banks[1].bank_id", `"001" is repeated`, func(m map[string]any) {
+			bankAt(m, 1)["bank_id"] = "001"
+		}},
+		{"kafka topics without brokers", "kafka.brokers", "no broker", func(m map[string]any) {
+			m["kafka"] = map[string]any{"default_topic": "zc.events"}
+		}},
+	}
+	for _, c := range cases {
+		dir := writeConfig(t, c.edit)
+		_, found, err := LoadConfig(dir)
+		var ce *ConfigError
+		if !found || !errors.As(err, &ce) || ce.Path != c.path || !strings.Contains(ce.Problem, c.problem) {
+			t.Errorf("%s: found %v, error %v; want path %s: %s", c.name, found, err, c.path, c.problem)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), filepath.Join(dir, ConfigFile)) || !strings.Contains(err.Error(), ": "+c.path+": ") {
+			t.Errorf("%s: message %q does not name the file and path", c.name, err)
+		}
+		if _, err := LoadOrInitConfig(dir); !errors.As(err, &ce) {
+			t.Errorf("%s: LoadOrInitConfig accepted it: %v", c.name, err)
+		}
+	}
+	// Line and column of the misspelt key; a repeated key and trailing
+	// data are refused too.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte("{\n  \"banks\": [],\n  \"kafak\": {}\n}"), 0o600)
+	if _, _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), "node.json:3:3: kafak: unknown field") {
+		t.Errorf("line/column: %v", err)
+	}
+	for doc, want := range map[string]string{
+		`{"addr":"a","addr":"b"}`: "addr: repeated key",
+		`{"banks":[]} {}`:         "data after the JSON document",
+		`{"banks":[`:              "banks: the document ends early",
+		`{"workers":1e3}`:         "workers: want an integer",
+		`{"workers": "4"}`:        `node.json:1:13: workers: want an integer, got the string "4"`,
+	} {
+		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(doc), 0o600)
+		if _, _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+	// The default document (what LoadOrInitConfig writes) loads, with a
+	// kafka block and an HMAC secret.
+	dir = writeConfig(t, func(m map[string]any) {
+		m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "topics": map[string]string{"Dns": "zc.dns"}}
+		m["hmac"] = map[string]any{"current": "s", "previous": "p", "previous_until": "2026-12-01T00:00:00Z"}
+	})
+	c, found, err := LoadConfig(dir)
+	if err != nil || !found || c.Kafka.Topics["Dns"] != "zc.dns" || c.HMAC.Previous != "p" || len(c.Banks) != 2 || c.Banks[1].Accounts[2].Balance != 1_000_000_000 {
+		t.Fatalf("good config: %v %v %+v", found, err, c)
+	}
+	if _, found, err := LoadConfig(t.TempDir()); found || err != nil {
+		t.Fatalf("absent node.json: found %v err %v", found, err)
+	}
+}
+
+// FuzzNodeConfig: any document either loads or is refused with a
+// ConfigError; one the walk accepts always decodes (the walk and
+// encoding/json agree).
+func FuzzNodeConfig(f *testing.F) {
+	def, _ := json.Marshal(DefaultConfig())
+	f.Add(def)
+	f.Add([]byte(`{"kafak":{}}`))
+	f.Add([]byte(`{"banks":[{"bank_id":"001","accounts":[{"opening_balance":"x"}]}]}`))
+	f.Add([]byte(`{"hmac":null,"kafka":{"topics":{"a":"b"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Config
+		err := decodeConfig(data, ConfigFile, &c)
+		var ce *ConfigError
+		if err != nil && !errors.As(err, &ce) {
+			t.Fatalf("error %T %v is not a ConfigError", err, err)
+		}
+		if err != nil && ce.Line == 0 {
+			t.Fatalf("the walk accepted what encoding/json refused: %v", err)
+		}
+	})
+}
