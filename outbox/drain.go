@@ -183,20 +183,48 @@ func (o *Outbox) Drain(ctx context.Context, limit int) (DrainResult, error) {
 		if !ok {
 			return res, nil
 		}
-		res.Claimed++
-		wctx, cancel := o.work(ctx)
-		r, err := o.send(wctx, c, false)
-		cancel()
-		res.add(r)
-		if err != nil {
+		if stop, err := o.sendClaimed(ctx, c, &res); err != nil || stop {
 			return res, err
-		}
-		if r.NotSent > 0 || r.InDoubt > 0 {
-			res.Stopped, res.StopNote = true, "core offline or not answering"
-			return res, nil
 		}
 	}
 	return res, nil
+}
+
+// sendClaimed counts the claim c into res, sends it under the posting's
+// work deadline and adds the outcome. stop is true when the pass must end
+// because the core is offline or not answering (res says so).
+func (o *Outbox) sendClaimed(ctx context.Context, c claim, res *DrainResult) (stop bool, err error) {
+	res.Claimed++
+	wctx, cancel := o.work(ctx)
+	r, err := o.send(wctx, c, false)
+	cancel()
+	res.add(r)
+	if err != nil {
+		return true, err
+	}
+	if r.NotSent > 0 || r.InDoubt > 0 {
+		res.Stopped, res.StopNote = true, "core offline or not answering"
+		return true, nil
+	}
+	return false, nil
+}
+
+// resolveClaimed is sendClaimed for an IN_DOUBT claim: it asks the core by
+// reference first (resolve).
+func (o *Outbox) resolveClaimed(ctx context.Context, c claim, res *DrainResult) (stop bool, err error) {
+	res.Claimed++
+	wctx, cancel := o.work(ctx)
+	r, stop, err := o.resolve(wctx, c)
+	cancel()
+	res.add(r)
+	if err != nil {
+		return true, err
+	}
+	if stop {
+		res.Stopped, res.StopNote = true, "core not answering inquiries"
+		return true, nil
+	}
+	return false, nil
 }
 
 // send hands a claimed posting to the core and records the outcome.

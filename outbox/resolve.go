@@ -31,17 +31,8 @@ func (o *Outbox) ResolveInDoubt(ctx context.Context) (DrainResult, error) {
 		if !ok {
 			return res, nil
 		}
-		res.Claimed++
-		wctx, cancel := o.work(ctx)
-		r, stop, err := o.resolve(wctx, c)
-		cancel()
-		res.add(r)
-		if err != nil {
+		if stop, err := o.resolveClaimed(ctx, c, &res); err != nil || stop {
 			return res, err
-		}
-		if stop {
-			res.Stopped, res.StopNote = true, "core not answering inquiries"
-			return res, nil
 		}
 	}
 }

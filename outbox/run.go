@@ -158,17 +158,8 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		if !ok {
 			continue // another claimer settled it first
 		}
-		res.Claimed++
-		wctx, cancel := o.work(ctx)
-		r, stop, err := o.resolve(wctx, c)
-		cancel()
-		res.add(r)
-		if err != nil {
+		if stop, err := o.resolveClaimed(ctx, c, &res); err != nil || stop {
 			return res, err
-		}
-		if stop {
-			res.Stopped, res.StopNote = true, "core not answering inquiries"
-			return res, nil
 		}
 	}
 	heads, err := o.heads(ctx, accounts)
@@ -189,17 +180,8 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		if !ok {
 			continue
 		}
-		res.Claimed++
-		wctx, cancel := o.work(ctx)
-		r, err := o.send(wctx, c, false)
-		cancel()
-		res.add(r)
-		if err != nil {
+		if stop, err := o.sendClaimed(ctx, c, &res); err != nil || stop {
 			return res, err
-		}
-		if r.NotSent > 0 || r.InDoubt > 0 {
-			res.Stopped, res.StopNote = true, "core offline or not answering"
-			return res, nil
 		}
 	}
 	return res, nil
