@@ -87,7 +87,7 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 			break
 		}
 		o.log.ErrorContext(ctx, "outbox.take_back_failed", "err", err.Error())
-		if !sleepCtx(ctx, cfg.Backoff) {
+		if !clock.Sleep(ctx, cfg.Backoff) {
 			return nil
 		}
 	}
@@ -110,7 +110,7 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 		case res.Claimed > 0:
 			continue
 		}
-		if !sleepCtx(ctx, pause) {
+		if !clock.Sleep(ctx, pause) {
 			break
 		}
 	}
@@ -356,15 +356,4 @@ func (o *Outbox) takeOver(ctx context.Context, where string, args []any, keep fu
 		o.log.WarnContext(ctx, "outbox.recover", "id", c.id, "owner", c.owner, "cause", cause)
 	}
 	return len(done), nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

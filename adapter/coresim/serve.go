@@ -125,7 +125,7 @@ func (c *Core) Serve(ctx context.Context, conn mq.Connection, cfg ServeConfig) e
 		c.serving.Lock()
 		if !c.Online(c.clk.Now()) {
 			c.serving.Unlock()
-			if !sleepCtx(ctx, cfg.Poll) {
+			if !clock.Sleep(ctx, cfg.Poll) {
 				return c.fatal
 			}
 			continue
@@ -156,7 +156,7 @@ func (c *Core) serveOne(ctx context.Context, sess mq.Session, cfg ServeConfig, p
 			c.fatal = fmt.Errorf("coresim %s: %w", c.bank, err)
 			return false
 		}
-		return sleepCtx(ctx, cfg.Poll)
+		return clock.Sleep(ctx, cfg.Poll)
 	}
 	moved, err := mq.HandlePoison(ctx, sess, cfg.RequestQueue, msg, policy, "core could not process the request")
 	if err != nil {
@@ -215,7 +215,7 @@ func (c *Core) process(ctx context.Context, sess mq.Session, cfg ServeConfig, ms
 	}
 	if delay > 0 {
 		c.log.WarnContext(ctx, "coresim.fault_delay", "bank", c.bank, "msg_id", msgID, "delay", delay.String())
-		sleepCtx(ctx, delay)
+		clock.Sleep(ctx, delay)
 	}
 	if drop {
 		c.log.WarnContext(ctx, "coresim.fault_drop_reply", "bank", c.bank, "msg_id", msgID)
@@ -236,15 +236,4 @@ func (c *Core) process(ctx context.Context, sess mq.Session, cfg ServeConfig, ms
 		return err
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

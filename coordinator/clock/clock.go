@@ -6,6 +6,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -84,4 +85,17 @@ func MinutesOfDay(t time.Time) int {
 // ParseBusinessDate parses YYYY-MM-DD as midnight JST of that date.
 func ParseBusinessDate(s string) (time.Time, error) {
 	return time.ParseInLocation(time.DateOnly, s, JST)
+}
+
+// Sleep waits for d of real time or until ctx is done, and reports whether
+// the full d passed. Loops use it for their idle and back-off pauses.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -62,5 +63,16 @@ func TestManualAdvance(t *testing.T) {
 	m.Advance(90 * time.Second)
 	if got := m.Now(); !got.Equal(time.Date(2026, 1, 1, 0, 1, 30, 0, time.UTC)) {
 		t.Fatalf("Now = %v", got)
+	}
+}
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Fatal("Sleep with a live context reported an early end")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Fatal("Sleep on a cancelled context waited the full hour")
 	}
 }
