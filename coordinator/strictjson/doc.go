@@ -15,7 +15,7 @@
 // (CheckContentType: application/json, charset utf-8 only).
 //
 // It is also the decoder of the configuration files (node.json, jobs.json).
-// Options.Types adds what a file needs: every value is checked against its
+// Options.Config adds what a file needs: every value is checked against its
 // field's type during the walk (wrong JSON type, null for a non-nullable
 // field, an integer out of its type's range as ProblemRange), so the
 // refusal names the exact member. For the file's reader an *Error also

@@ -77,7 +77,7 @@ type typed struct {
 	Any     any               `json:"any"`
 }
 
-// FuzzDecodeTypes: with Types the walk decides alone (whatever it accepts
+// FuzzDecodeTypes: with Config the walk decides alone (whatever it accepts
 // encoding/json decodes); a refusal is a located *Error with a line,
 // column and reason; an accepted document decodes as encoding/json does.
 func FuzzDecodeTypes(f *testing.F) {
@@ -90,7 +90,7 @@ func FuzzDecodeTypes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r typed
-		opts := Options{DisallowUnknownFields: true, Types: true}
+		opts := Options{DisallowUnknownFields: true, Config: true}
 		err := Decode(b, &r, opts)
 		if walk := check(b, reflect.TypeFor[typed](), opts); (walk == nil) != (err == nil) {
 			t.Fatalf("the walk (%v) and encoding/json (%v) disagree on %q", walk, err, b)

@@ -35,7 +35,7 @@ const (
 	ProblemType         Problem = "wrong_type"
 	ProblemDepth        Problem = "too_deep"
 	// ProblemRange is an integer that does not fit its field's type
-	// (Options.Types only; otherwise encoding/json reports it as
+	// (Options.Config only; otherwise encoding/json reports it as
 	// ProblemType).
 	ProblemRange Problem = "out_of_range"
 )
@@ -88,13 +88,16 @@ type Options struct {
 	DisallowUnknownFields bool
 	// MaxDepth bounds nesting (0: DefaultMaxDepth).
 	MaxDepth int
-	// Types checks every value against its target's type during the walk,
+	// Config decodes a configuration file a person reads the refusal of.
+	// Every value is checked against its target's type during the walk,
 	// so the refusal names the member's exact place and the offset where
 	// the value starts: a value of the wrong JSON type (null too, except
 	// for pointers, slices, maps and interfaces) is ProblemType, an integer
-	// that does not fit its type ProblemRange. Configuration files use it;
-	// without it (the HTTP edges) those refusals come from encoding/json.
-	Types bool
+	// that does not fit its type ProblemRange. A syntax error's Offset is
+	// the offending byte's (from a full scan of the document). Without it
+	// (the HTTP edges) type refusals come from encoding/json and a syntax
+	// error's offset is the token decoder's count, as they always were.
+	Config bool
 }
 
 // Decode decodes exactly one JSON document from data into v (a non-nil
@@ -183,6 +186,15 @@ func check(data []byte, t reflect.Type, opts Options) *Error {
 	w := &walker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), opts: opts, max: max}
 	w.dec.UseNumber()
 	if err := w.value(t, "", "", 0); err != nil {
+		if err.Problem == ProblemSyntax && opts.Config {
+			var se *json.SyntaxError
+			if errors.As(json.Unmarshal(data, new(any)), &se) {
+				err.Offset, err.Detail = se.Offset, se.Error()
+				if strings.HasPrefix(se.Error(), "invalid character") && se.Offset > 0 {
+					err.Offset-- // the offending byte itself, not the count read
+				}
+			}
+		}
 		return err
 	}
 	off := w.dec.InputOffset()
@@ -307,7 +319,7 @@ func (w *walker) value(t reflect.Type, path, field string, depth int) *Error {
 		err.Path, err.Field = path, field
 		return err
 	}
-	if w.opts.Types {
+	if w.opts.Config {
 		if err := checkType(t, tok); err != nil {
 			err.Path, err.Field, err.Offset = path, field, start
 			return err

@@ -137,7 +137,7 @@ func TestCheckContentType(t *testing.T) {
 	}
 }
 
-// settings is a configuration file's shape, for the Types option.
+// settings is a configuration file's shape, for the Config option.
 type settings struct {
 	Name    string            `json:"name"`
 	Workers int               `json:"workers"`
@@ -160,7 +160,7 @@ type settingsBank struct {
 	} `json:"accounts"`
 }
 
-// With Types every wrong value is refused by the walk at its exact place
+// With Config every wrong value is refused by the walk at its exact place
 // (Field in the configuration-file form, offset where the value starts),
 // out-of-range integers as their own problem; unknown members carry the
 // known names and the likely one.
@@ -194,11 +194,11 @@ func TestDecodeTypes(t *testing.T) {
 			`unknown field (names are case-sensitive): did you mean "bank_id"? (known: accounts, bank_id)`},
 		{"repeated", `{"topics":{"a":"x","a":"y"}}`, ProblemDuplicateKey, "topics.a", 19, "repeated key"},
 		{"truncated", `{"banks":[`, ProblemSyntax, "", 10, "the document ends early"},
-		{"syntax", `{"on":tru}`, ProblemSyntax, "on", 8, "not valid JSON: invalid character '}' in literal true (expecting 'e')"},
+		{"syntax", `{"on":tru}`, ProblemSyntax, "on", 9, "not valid JSON: invalid character '}' in literal true (expecting 'e')"},
 	}
 	for _, c := range cases {
 		var s settings
-		err := Decode([]byte(c.in), &s, Options{DisallowUnknownFields: true, Types: true})
+		err := Decode([]byte(c.in), &s, Options{DisallowUnknownFields: true, Config: true})
 		e, ok := As(err)
 		if !ok || domainerr.Code(err) != ReasonCode {
 			t.Errorf("%s: %v", c.name, err)
@@ -213,18 +213,18 @@ func TestDecodeTypes(t *testing.T) {
 	in := `{"name":"n","workers":-4,"small":-128,"count":65535,"ratio":0.5,"on":true,"limit":null,"quoted":"42",` +
 		`"blob":"AQI=","num":1.5e3,"banks":[{"bank_id":"001","accounts":[{"opening_balance":9223372036854775807}]}],"topics":null}`
 	var got, std settings
-	if err := Decode([]byte(in), &got, Options{DisallowUnknownFields: true, Types: true}); err != nil {
+	if err := Decode([]byte(in), &got, Options{DisallowUnknownFields: true, Config: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(in), &std); err != nil || !reflect.DeepEqual(got, std) || got.Quoted != 42 || got.Banks[0].Accounts[0].Balance != 1<<63-1 {
 		t.Fatalf("decoded %+v, encoding/json %+v (%v)", got, std, err)
 	}
-	// Without Types the same wrong value is encoding/json's refusal, as
+	// Without Config the same wrong value is encoding/json's refusal, as
 	// the HTTP edges have always reported it.
 	var s settings
 	e, _ := As(Decode([]byte(`{"small":128}`), &s, Options{}))
 	if e == nil || e.Problem != ProblemType || e.Path != "/small" || e.Detail != "a JSON number 128 cannot be int8" {
-		t.Fatalf("without Types: %+v", e)
+		t.Fatalf("without Config: %+v", e)
 	}
 }
 

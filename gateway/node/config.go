@@ -177,7 +177,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // UTF-8 and data after the document are refused with a *ConfigError naming
 // the field path and line:column.
 func decodeConfig(data []byte, file string, c *Config) error {
-	err := strictjson.Decode(data, c, strictjson.Options{DisallowUnknownFields: true, Types: true})
+	err := strictjson.Decode(data, c, strictjson.Options{DisallowUnknownFields: true, Config: true})
 	e, ok := strictjson.As(err)
 	if !ok {
 		return err
