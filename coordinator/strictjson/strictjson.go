@@ -504,13 +504,16 @@ func describe(tok json.Token) string {
 	return "null"
 }
 
+// foldMatch is the field key names case-insensitively (the first in
+// sort order if several do).
 func foldMatch(fields map[string]reflect.Type, key string) string {
-	for _, name := range names(fields) {
-		if strings.EqualFold(name, key) {
-			return name
+	match := ""
+	for name := range fields {
+		if strings.EqualFold(name, key) && (match == "" || name < match) {
+			match = name
 		}
 	}
-	return ""
+	return match
 }
 
 func names(fields map[string]reflect.Type) []string {
