@@ -77,10 +77,10 @@ type typed struct {
 	Any     any               `json:"any"`
 }
 
-// FuzzDecodeTypes: with Config the walk decides alone (whatever it accepts
+// FuzzDecodeConfig: with Config the walk decides alone (whatever it accepts
 // encoding/json decodes); a refusal is a located *Error with a line,
 // column and reason; an accepted document decodes as encoding/json does.
-func FuzzDecodeTypes(f *testing.F) {
+func FuzzDecodeConfig(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"n","workers":4,"small":-128,"count":1,"ratio":0.5,"on":true,"limit":null,"blob":"AQI=","num":1,"banks":[{"bank_id":"1","accounts":[{"opening_balance":5}]}],"topics":{"a":"b"}}`,
 		`{"workers":10.5}`, `{"small":128}`, `{"count":-1}`, `{"ratio":1e39}`, `{"name":null}`, `{"blob":1}`, `{"num":"1"}`,

@@ -164,7 +164,7 @@ type settingsBank struct {
 // (Field in the configuration-file form, offset where the value starts),
 // out-of-range integers as their own problem; unknown members carry the
 // known names and the likely one.
-func TestDecodeTypes(t *testing.T) {
+func TestDecodeConfig(t *testing.T) {
 	cases := []struct {
 		name, in string
 		problem  Problem
