@@ -48,7 +48,8 @@ func TestConfigCheckMisspeltKafka(t *testing.T) {
 		t.Fatalf("good config: exit %d\n%s%s", code, out, errs)
 	}
 	os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(`{"jobs":{"eod":{"enabld":false}}}`), 0o600)
-	if code, _, errs := zcgwIn(ctx, "--data", dir, "config", "check"); code != 1 || !strings.Contains(errs, "jobs.json") || !strings.Contains(errs, "enabld") {
+	if code, _, errs := zcgwIn(ctx, "--data", dir, "config", "check"); code != 1 ||
+		!strings.HasPrefix(errs, `zcgw config check: jobs.json:1:17: job "eod": field "enabld": unknown field: did you mean "enabled"?`) {
 		t.Fatalf("bad jobs.json: exit %d %s", code, errs)
 	}
 	if code, _, _ := zcgwIn(ctx, "--data", dir, "config"); code != 2 {

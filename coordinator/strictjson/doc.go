@@ -14,5 +14,15 @@
 // byte_offset}. It also owns the JSON media-type rule of the edges
 // (CheckContentType: application/json, charset utf-8 only).
 //
+// It is also the decoder of the configuration files (node.json, jobs.json).
+// Options.Config adds what a file needs: every value is checked against its
+// field's type during the walk (wrong JSON type, null for a non-nullable
+// field, an integer out of its type's range as ProblemRange), so the
+// refusal names the exact member. For the file's reader an *Error also
+// carries Field (banks[1].accounts[0].opening_balance), and for an unknown
+// member the known names and a "did you mean" Suggest; Position turns the
+// byte offset into line:column and Reason words the problem. None of this
+// changes what the HTTP edges refuse or the bodies they answer.
+//
 // Shared infra: it imports nothing of zcgw but domainerr.
 package strictjson

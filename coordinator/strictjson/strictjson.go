@@ -3,12 +3,15 @@ package strictjson
 import (
 	"bytes"
 	"encoding"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -31,6 +34,10 @@ const (
 	ProblemTrailingData Problem = "trailing_data"
 	ProblemType         Problem = "wrong_type"
 	ProblemDepth        Problem = "too_deep"
+	// ProblemRange is an integer that does not fit its field's type
+	// (Options.Config only; otherwise encoding/json reports it as
+	// ProblemType).
+	ProblemRange Problem = "out_of_range"
 )
 
 // DefaultMaxDepth bounds the nesting of objects and arrays.
@@ -47,6 +54,16 @@ type Error struct {
 	Offset  int64
 	Detail  string
 	Err     error
+	// Field is the same place as Path written the way a configuration
+	// file's reader names it: banks[1].accounts[0].opening_balance
+	// (members joined by '.', array indices in brackets; "" for the root).
+	Field string
+	// Known lists the member names of the object holding an unknown or
+	// case-mismatched member (sorted), and Suggest the one it most likely
+	// meant ("" when none is close). Neither appears in Error() or in the
+	// INVALID_REQUEST details: the HTTP edges' bodies do not carry them.
+	Known   []string
+	Suggest string
 }
 
 func (e *Error) Error() string {
@@ -71,6 +88,16 @@ type Options struct {
 	DisallowUnknownFields bool
 	// MaxDepth bounds nesting (0: DefaultMaxDepth).
 	MaxDepth int
+	// Config decodes a configuration file a person reads the refusal of.
+	// Every value is checked against its target's type during the walk,
+	// so the refusal names the member's exact place and the offset where
+	// the value starts: a value of the wrong JSON type (null too, except
+	// for pointers, slices, maps and interfaces) is ProblemType, an integer
+	// that does not fit its type ProblemRange. A syntax error's Offset is
+	// the offending byte's (from a full scan of the document). Without it
+	// (the HTTP edges) type refusals come from encoding/json and a syntax
+	// error's offset is the token decoder's count, as they always were.
+	Config bool
 }
 
 // Decode decodes exactly one JSON document from data into v (a non-nil
@@ -132,10 +159,10 @@ func decodeError(err error, off int64) *Error {
 		if te.Field != "" {
 			p = "/" + strings.ReplaceAll(te.Field, ".", "/")
 		}
-		return &Error{Problem: ProblemType, Path: p, Offset: te.Offset, Detail: fmt.Sprintf("a JSON %s cannot be %s", te.Value, te.Type), Err: err}
+		return &Error{Problem: ProblemType, Path: p, Field: te.Field, Offset: te.Offset, Detail: fmt.Sprintf("a JSON %s cannot be %s", te.Value, te.Type), Err: err}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &Error{Problem: ProblemUnknownField, Path: "/" + f, Offset: off, Detail: err.Error(), Err: err}
+		return &Error{Problem: ProblemUnknownField, Path: "/" + f, Field: f, Offset: off, Detail: err.Error(), Err: err}
 	}
 	return &Error{Problem: ProblemType, Offset: off, Detail: err.Error(), Err: err}
 }
@@ -158,7 +185,16 @@ func check(data []byte, t reflect.Type, opts Options) *Error {
 	}
 	w := &walker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), opts: opts, max: max}
 	w.dec.UseNumber()
-	if err := w.value(t, "", 0); err != nil {
+	if err := w.value(t, "", "", 0); err != nil {
+		if err.Problem == ProblemSyntax && opts.Config {
+			var se *json.SyntaxError
+			if errors.As(json.Unmarshal(data, new(any)), &se) {
+				err.Offset, err.Detail = se.Offset, se.Error()
+				if strings.HasPrefix(se.Error(), "invalid character") && se.Offset > 0 {
+					err.Offset-- // the offending byte itself, not the count read
+				}
+			}
+		}
 		return err
 	}
 	off := w.dec.InputOffset()
@@ -277,30 +313,36 @@ func (w *walker) token() (json.Token, int64, *Error) {
 	return tok, start, nil
 }
 
-func (w *walker) value(t reflect.Type, path string, depth int) *Error {
+func (w *walker) value(t reflect.Type, path, field string, depth int) *Error {
 	tok, start, err := w.token()
 	if err != nil {
-		err.Path = path
+		err.Path, err.Field = path, field
 		return err
+	}
+	if w.opts.Config {
+		if err := checkType(t, tok); err != nil {
+			err.Path, err.Field, err.Offset = path, field, start
+			return err
+		}
 	}
 	d, ok := tok.(json.Delim)
 	if !ok {
 		return nil
 	}
 	if depth+1 > w.max {
-		return &Error{Problem: ProblemDepth, Path: path, Offset: start, Detail: fmt.Sprintf("nesting deeper than %d", w.max)}
+		return &Error{Problem: ProblemDepth, Path: path, Field: field, Offset: start, Detail: fmt.Sprintf("nesting deeper than %d", w.max)}
 	}
 	t = target(t)
 	switch d {
 	case '{':
-		return w.object(t, path, depth+1)
+		return w.object(t, path, field, depth+1)
 	case '[':
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
 		for i := 0; w.dec.More(); i++ {
-			if err := w.value(elem, fmt.Sprintf("%s/%d", path, i), depth+1); err != nil {
+			if err := w.value(elem, fmt.Sprintf("%s/%d", path, i), fmt.Sprintf("%s[%d]", field, i), depth+1); err != nil {
 				return err
 			}
 		}
@@ -310,7 +352,7 @@ func (w *walker) value(t reflect.Type, path string, depth int) *Error {
 	return nil
 }
 
-func (w *walker) object(t reflect.Type, path string, depth int) *Error {
+func (w *walker) object(t reflect.Type, path, field string, depth int) *Error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
 	isStruct := t != nil && t.Kind() == reflect.Struct
@@ -323,13 +365,16 @@ func (w *walker) object(t reflect.Type, path string, depth int) *Error {
 	for w.dec.More() {
 		tok, start, err := w.token()
 		if err != nil {
-			err.Path = path
+			err.Path, err.Field = path, field
 			return err
 		}
 		key, _ := tok.(string)
-		at := path + "/" + escape(key)
+		at, atField := path+"/"+escape(key), key
+		if field != "" {
+			atField = field + "." + key
+		}
 		if _, dup := seen[key]; dup {
-			return &Error{Problem: ProblemDuplicateKey, Path: at, Offset: start, Detail: fmt.Sprintf("key %q appears twice in one object", key)}
+			return &Error{Problem: ProblemDuplicateKey, Path: at, Field: atField, Offset: start, Detail: fmt.Sprintf("key %q appears twice in one object", key)}
 		}
 		seen[key] = struct{}{}
 		child := elem
@@ -339,13 +384,16 @@ func (w *walker) object(t reflect.Type, path string, depth int) *Error {
 			case exact:
 				child = ft
 			case foldMatch(fields, key) != "":
-				return &Error{Problem: ProblemKeyCase, Path: at, Offset: start,
-					Detail: fmt.Sprintf("key %q differs only in case from field %q", key, foldMatch(fields, key))}
+				m := foldMatch(fields, key)
+				return &Error{Problem: ProblemKeyCase, Path: at, Field: atField, Offset: start,
+					Detail: fmt.Sprintf("key %q differs only in case from field %q", key, m), Known: names(fields), Suggest: m}
 			case w.opts.DisallowUnknownFields:
-				return &Error{Problem: ProblemUnknownField, Path: at, Offset: start, Detail: fmt.Sprintf("unknown field %q", key)}
+				known := names(fields)
+				return &Error{Problem: ProblemUnknownField, Path: at, Field: atField, Offset: start,
+					Detail: fmt.Sprintf("unknown field %q", key), Known: known, Suggest: Suggest(key, known)}
 			}
 		}
-		if err := w.value(child, at, depth); err != nil {
+		if err := w.value(child, at, atField, depth); err != nil {
 			return err
 		}
 	}
@@ -353,13 +401,213 @@ func (w *walker) object(t reflect.Type, path string, depth int) *Error {
 	return err
 }
 
-func foldMatch(fields map[string]reflect.Type, key string) string {
-	for name := range fields {
-		if strings.EqualFold(name, key) {
-			return name
+// checkType refuses a token (a scalar or an opening delimiter) that cannot
+// decode into t (nil: anything goes). Its Path, Field and Offset are the
+// caller's to fill.
+func checkType(t reflect.Type, tok json.Token) *Error {
+	if tok == nil {
+		if t == nil {
+			return nil
+		}
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return nil
 		}
 	}
-	return ""
+	t = target(t)
+	if t == nil {
+		return nil
+	}
+	if t == numberType {
+		if _, ok := tok.(json.Number); !ok {
+			return &Error{Problem: ProblemType, Detail: "want a number, got " + describe(tok)}
+		}
+		return nil
+	}
+	wrong := func(want string) *Error {
+		return &Error{Problem: ProblemType, Detail: "want " + want + ", got " + describe(tok)}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := tok.(string); !ok {
+			return wrong("a string")
+		}
+	case reflect.Bool:
+		if _, ok := tok.(bool); !ok {
+			return wrong("true or false")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, ok := tok.(json.Number)
+		if !ok || strings.ContainsAny(n.String(), ".eE") {
+			return wrong("an integer")
+		}
+		var err error
+		var lo, hi string
+		if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr {
+			_, err = strconv.ParseUint(n.String(), 10, t.Bits())
+			lo, hi = "0", strconv.FormatUint(1<<t.Bits()-1, 10)
+		} else {
+			_, err = strconv.ParseInt(n.String(), 10, t.Bits())
+			lo, hi = strconv.FormatInt(-1<<(t.Bits()-1), 10), strconv.FormatInt(1<<(t.Bits()-1)-1, 10)
+		}
+		if err != nil {
+			return &Error{Problem: ProblemRange, Detail: fmt.Sprintf("want an integer from %s to %s, got %s", lo, hi, describe(tok))}
+		}
+	case reflect.Float32, reflect.Float64:
+		n, ok := tok.(json.Number)
+		if !ok {
+			return wrong("a number")
+		}
+		if _, err := strconv.ParseFloat(n.String(), t.Bits()); err != nil {
+			return &Error{Problem: ProblemRange, Detail: fmt.Sprintf("want a number of %d bits, got %s", t.Bits(), describe(tok))}
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 && target(t.Elem()) != nil {
+			// encoding/json: []byte is base64 text (null is nil)
+			if v, ok := tok.(string); !ok && tok != nil {
+				return wrong("a base64 string")
+			} else if _, err := base64.StdEncoding.DecodeString(v); ok && err != nil {
+				return &Error{Problem: ProblemType, Detail: "want a base64 string, got " + describe(tok) + ": " + err.Error()}
+			}
+			return nil
+		}
+		if tok != json.Delim('[') {
+			return wrong("an array")
+		}
+	case reflect.Array:
+		if tok != json.Delim('[') {
+			return wrong("an array")
+		}
+	case reflect.Map, reflect.Struct:
+		if tok != json.Delim('{') {
+			return wrong("an object")
+		}
+	}
+	return nil
+}
+
+func describe(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' {
+			return "an object"
+		}
+		return "an array"
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	case json.Number:
+		return "the number " + v.String()
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	return "null"
+}
+
+// foldMatch is the field key names case-insensitively (the first in
+// sort order if several do).
+func foldMatch(fields map[string]reflect.Type, key string) string {
+	match := ""
+	for name := range fields {
+		if strings.EqualFold(name, key) && (match == "" || name < match) {
+			match = name
+		}
+	}
+	return match
+}
+
+func names(fields map[string]reflect.Type) []string {
+	out := make([]string, 0, len(fields))
+	for n := range fields {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Suggest returns the name in names that key most likely misspells: the
+// closest within two edits (a swap of neighbours counting one), the first
+// in names on a tie; "" when none is that close.
+func Suggest(key string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := distance(key, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// distance is the optimal string alignment distance between a and b.
+func distance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// Position is the 1-based line and column of byte offset off in data
+// (columns count bytes, as Go's own tools do), for a file's reader.
+func Position(data []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for _, c := range data[:min(max(off, 0), int64(len(data)))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// Reason says in words what is wrong, for the reader of a file that
+// names the place itself (file:line:col: field: reason), with the
+// suggestion and the known names for an unknown member:
+// `unknown field: did you mean "kafka"? (known: addr, banks, kafka)`.
+func (e *Error) Reason() string {
+	switch e.Problem {
+	case ProblemUnknownField, ProblemKeyCase:
+		s := "unknown field"
+		if e.Problem == ProblemKeyCase {
+			s = "unknown field (names are case-sensitive)"
+		}
+		if e.Suggest != "" {
+			s += fmt.Sprintf(": did you mean %q?", e.Suggest)
+		}
+		if len(e.Known) > 0 {
+			s += " (known: " + strings.Join(e.Known, ", ") + ")"
+		}
+		return s
+	case ProblemDuplicateKey:
+		return "repeated key"
+	case ProblemSyntax:
+		if errors.Is(e.Err, io.ErrUnexpectedEOF) {
+			return "the document ends early"
+		}
+		return "not valid JSON: " + e.Detail
+	case ProblemUTF8:
+		return "not valid UTF-8"
+	case ProblemEmpty:
+		return "empty: no JSON document"
+	}
+	return e.Detail
 }
 
 func escape(k string) string {
@@ -369,6 +617,7 @@ func escape(k string) string {
 var (
 	unmarshaler     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType      = reflect.TypeFor[json.Number]()
 )
 
 // target resolves pointers and returns nil for types whose field names
@@ -414,7 +663,7 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 			if tag == "-" {
 				continue
 			}
-			name, _, _ := strings.Cut(tag, ",")
+			name, opts, _ := strings.Cut(tag, ",")
 			if f.Anonymous && name == "" {
 				et := f.Type
 				if et.Kind() == reflect.Pointer {
@@ -434,12 +683,33 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 			if d, ok := depthOf[name]; ok && d <= depth {
 				continue
 			}
-			out[name], depthOf[name] = f.Type, depth
+			ft := f.Type
+			if quotedScalar(ft, opts) {
+				ft = nil // `json:",string"`: the value is a string holding it
+			}
+			out[name], depthOf[name] = ft, depth
 		}
 	}
 	walk(t, 0, map[reflect.Type]bool{})
 	fieldCache.Store(t, out)
 	return out
+}
+
+// quotedScalar reports whether the tag options ask for a scalar field's
+// value quoted in a string (encoding/json ignores ",string" on other kinds).
+func quotedScalar(t reflect.Type, opts string) bool {
+	if !strings.Contains(","+opts+",", ",string,") {
+		return false
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
 }
 
 // MediaType is the only media type the JSON routes accept.

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/formats/zengin"
 )
 
@@ -137,6 +139,51 @@ func LoadOrInitConfig(dataDir string) (Config, error) {
 	}
 	out, _ := json.MarshalIndent(c, "", "  ")
 	return c, os.WriteFile(filepath.Join(dataDir, ConfigFile), append(out, '\n'), 0o600)
+}
+
+// ConfigError says where node.json is wrong: the field path (as
+// banks[1].accounts[0].opening_balance), the line and column where the
+// offending key or value starts when known, and why. A decoding refusal
+// wraps strictjson's (INVALID_REQUEST).
+type ConfigError struct {
+	File      string // node.json, or its full path
+	Path      string // "" for the whole document
+	Line, Col int    // 0 when not known
+	Problem   string
+	Err       error // the strictjson refusal, nil for a validation error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
+	if e.Path != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Path)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Unwrap returns the strictjson refusal, if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// decodeConfig decodes data into c through strictjson with its file rules:
+// an unknown key (with a "did you mean"), a repeated key, a key in another
+// case, a value of the wrong JSON type, an integer out of range, invalid
+// UTF-8 and data after the document are refused with a *ConfigError naming
+// the field path and line:column.
+func decodeConfig(data []byte, file string, c *Config) error {
+	err := strictjson.Decode(data, c, strictjson.Options{DisallowUnknownFields: true, Config: true})
+	e, ok := strictjson.As(err)
+	if !ok {
+		return err
+	}
+	line, col := strictjson.Position(data, e.Offset)
+	return &ConfigError{File: file, Path: e.Field, Line: line, Col: col, Problem: e.Reason(), Err: err}
 }
 
 // LoadConfig reads and checks DATA/node.json without writing anything.

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
 // writeConfig writes DefaultConfig as node.json in a new folder after edit
@@ -51,8 +55,14 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 		{"balance as a string", "banks[1].accounts[0].opening_balance", `want an integer, got the string "1000"`, func(m map[string]any) {
 			accountAt(m, 1, 0)["opening_balance"] = "1000"
 		}},
-		{"fractional balance", "banks[0].accounts[2].opening_balance", "want an integer of 64 bits, got the number 10.5", func(m map[string]any) {
+		{"fractional balance", "banks[0].accounts[2].opening_balance", "want an integer, got the number 10.5", func(m map[string]any) {
 			accountAt(m, 0, 2)["opening_balance"] = 10.5
+		}},
+		{"balance out of range", "banks[1].accounts[1].opening_balance", "want an integer from -9223372036854775808 to 9223372036854775807, got the number 9223372036854775808", func(m map[string]any) {
+			accountAt(m, 1, 1)["opening_balance"] = json.Number("9223372036854775808")
+		}},
+		{"null bank name", "banks[0].name", "want a string, got null", func(m map[string]any) {
+			bankAt(m, 0)["name"] = nil
 		}},
 		{"unknown account key", "banks[1].accounts[2].balance", "unknown field (known: core_account, hash, name, opening_balance, pspr_refs)", func(m map[string]any) {
 			accountAt(m, 1, 2)["balance"] = 5
@@ -98,7 +108,9 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"addr":"a","addr":"b"}`: "addr: repeated key",
 		`{"banks":[]} {}`:         "data after the JSON document",
-		`{"banks":[`:              "banks: the document ends early",
+		`{"banks":[`:              "node.json:1:11: the document ends early",
+		`{"Kafka":{}}`:            `node.json:1:2: Kafka: unknown field (names are case-sensitive): did you mean "kafka"?`,
+		"{\"addr\":\"\xff\"}":     "node.json:1:10: not valid UTF-8",
 		`{"workers":1e3}`:         "workers: want an integer",
 		`{"workers": "4"}`:        `node.json:1:13: workers: want an integer, got the string "4"`,
 	} {
@@ -122,9 +134,9 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 	}
 }
 
-// FuzzNodeConfig: any document either loads or is refused with a
-// ConfigError; one the walk accepts always decodes (the walk and
-// encoding/json agree).
+// FuzzNodeConfig: any document either decodes (to what encoding/json
+// makes of it) or is refused with a ConfigError located at a line and
+// column and wrapping strictjson's INVALID_REQUEST.
 func FuzzNodeConfig(f *testing.F) {
 	def, _ := json.Marshal(DefaultConfig())
 	f.Add(def)
@@ -134,12 +146,16 @@ func FuzzNodeConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c Config
 		err := decodeConfig(data, ConfigFile, &c)
-		var ce *ConfigError
-		if err != nil && !errors.As(err, &ce) {
-			t.Fatalf("error %T %v is not a ConfigError", err, err)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Line < 1 || ce.Col < 1 || ce.Problem == "" || domainerr.Code(err) != strictjson.ReasonCode {
+				t.Fatalf("refusal %T %v is not a located ConfigError", err, err)
+			}
+			return
 		}
-		if err != nil && ce.Line == 0 {
-			t.Fatalf("the walk accepted what encoding/json refused: %v", err)
+		var std Config
+		if err := json.Unmarshal(data, &std); err != nil || !reflect.DeepEqual(std, c) {
+			t.Fatalf("decoded %+v, encoding/json %+v (%v)", c, std, err)
 		}
 	})
 }

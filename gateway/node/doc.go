@@ -10,9 +10,10 @@
 // registers; a run on an unserved folder starts the node without workers).
 //
 // Configuration lives in DATA/node.json, written with fresh random secrets
-// on first start and decoded strictly (strict.go: an unknown key or a wrong
-// type is a ConfigError naming the field path; LoadConfig checks without
-// writing, for `zcgw config check`); the ZC egress signing key in
+// on first start and decoded strictly through coordinator/strictjson (an
+// unknown key or a wrong type is a ConfigError naming the field path and
+// line:column; LoadConfig checks without writing, for `zcgw config
+// check`); the ZC egress signing key in
 // DATA/zc-ed25519.key (0600). The node gives the gateway its /readyz
 // checks (ready.go); OpenModes serves `zcgw mode` on an unserved folder.
 //

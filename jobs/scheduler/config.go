@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
 // ConfigFileName is the schedule file under the data folder.
@@ -119,17 +118,22 @@ func DefaultConfig() Config {
 }
 
 // ConfigError says which file, job and field of the configuration is wrong
-// and why. It unwraps to a domainerr INVALID_REQUEST.
+// and why, with the line and column when the document itself is at fault.
+// It unwraps to a domainerr INVALID_REQUEST.
 type ConfigError struct {
-	Source  string // file name
-	Job     string // "" for a top-level field
-	Field   string // "" when the whole document is bad
-	Problem string
+	Source    string // file name
+	Line, Col int    // where the offending key or value starts; 0 when not known
+	Job       string // "" for a top-level field
+	Field     string // "" when the whole document (or job) is bad
+	Problem   string
 }
 
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Source)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
 	if e.Job != "" {
 		fmt.Fprintf(&b, ": job %q", e.Job)
 	}
@@ -161,10 +165,10 @@ func LoadConfig(path string) (Config, error) {
 }
 
 type fileConfig struct {
-	LeaseTTL       *string                    `json:"lease_ttl"`
-	RenewEvery     *string                    `json:"renew_every"`
-	CatchUpMaxDays *int                       `json:"catch_up_max_days"`
-	Jobs           map[string]json.RawMessage `json:"jobs"`
+	LeaseTTL       *string            `json:"lease_ttl"`
+	RenewEvery     *string            `json:"renew_every"`
+	CatchUpMaxDays *int               `json:"catch_up_max_days"`
+	Jobs           map[string]fileJob `json:"jobs"`
 }
 
 type fileJob struct {
@@ -176,12 +180,15 @@ type fileJob struct {
 }
 
 // ParseConfig parses a jobs.json document over DefaultConfig. source names
-// the document in errors. Every error is a *ConfigError.
+// the document in errors. The document is decoded through strictjson (an
+// unknown, repeated or case-mismatched key, a wrong type, an integer out
+// of range, invalid UTF-8 or trailing data is refused at its line:column).
+// Every error is a *ConfigError.
 func ParseConfig(data []byte, source string) (Config, error) {
 	c := DefaultConfig()
 	var f fileConfig
-	if err := strictDecode(data, &f); err != nil {
-		return Config{}, jsonError(source, "", err)
+	if err := decodeFile(data, source, &f); err != nil {
+		return Config{}, err
 	}
 	if f.LeaseTTL != nil {
 		d, err := positiveDuration(*f.LeaseTTL)
@@ -221,11 +228,7 @@ func ParseConfig(data []byte, source string) (Config, error) {
 			return Config{}, &ConfigError{Source: source, Job: name, Field: "name",
 				Problem: "unknown job; known jobs: " + strings.Join(c.Names(), ", ")}
 		}
-		var fj fileJob
-		if err := strictDecode(f.Jobs[name], &fj); err != nil {
-			return Config{}, jsonError(source, name, err)
-		}
-		if err := applyJob(jc, fj); err != nil {
+		if err := applyJob(jc, f.Jobs[name]); err != nil {
 			err.Source, err.Job = source, name
 			return Config{}, err
 		}
@@ -272,45 +275,29 @@ func applyJob(jc *JobConfig, fj fileJob) *ConfigError {
 	return nil
 }
 
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+// decodeFile decodes jobs.json into f through strictjson; a refusal is a
+// *ConfigError at the line:column of the offending key or value, naming
+// the job and field from the member's JSON Pointer (/jobs/<job>/<field>).
+func decodeFile(data []byte, source string, f *fileConfig) error {
+	err := strictjson.Decode(data, f, strictjson.Options{DisallowUnknownFields: true, Config: true})
+	e, ok := strictjson.As(err)
+	if !ok {
 		return err
 	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON object")
+	ce := &ConfigError{Source: source, Problem: e.Reason()}
+	ce.Line, ce.Col = strictjson.Position(data, e.Offset)
+	var segs []string
+	if e.Path != "" {
+		segs = strings.Split(e.Path[1:], "/")
+		for i, s := range segs {
+			segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		}
 	}
-	return nil
-}
-
-func jsonError(source, job string, err error) *ConfigError {
-	ce := &ConfigError{Source: source, Job: job, Problem: err.Error()}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		ce.Problem = fmt.Sprintf("invalid JSON at byte offset %d: %v", syn.Offset, syn)
-	case errors.As(err, &typ):
-		ce.Field = typ.Field
-		ce.Problem = fmt.Sprintf("must be a JSON %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		ce.Field = strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		ce.Problem = "unknown field"
+	if len(segs) >= 2 && segs[0] == "jobs" {
+		ce.Job, segs = segs[1], segs[2:]
 	}
+	ce.Field = strings.Join(segs, ".")
 	return ce
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "ptr", "string":
-		return "string"
-	case "int":
-		return "integer"
-	case "bool":
-		return "boolean"
-	}
-	return k
 }
 
 func positiveDuration(s string) (time.Duration, error) {
