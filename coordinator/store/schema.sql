@@ -535,6 +535,30 @@ CREATE TABLE IF NOT EXISTS OrchestratorRequests (
   created_at TEXT NOT NULL
 );
 
+-- ReversalRecords: the reversal (refund) of a transfer that ended in
+-- FAILED_EXECUTION after its payer was debited (spec 004 POST
+-- /api/reversals; 003 names ReversalRecords.status among the entities whose
+-- history EntityStateLog keeps, entity_type 'REVERSAL'). One full reversal
+-- per transfer (txid UNIQUE): a second request replays this row. The
+-- compensate command sent under request_id is recorded in
+-- OrchestratorRequests in the decision commit.
+CREATE TABLE IF NOT EXISTS ReversalRecords (
+  reversal_id    TEXT    PRIMARY KEY,                    -- 'REV-{txid}'
+  txid           TEXT    NOT NULL UNIQUE,
+  payer_bank_id  TEXT    NOT NULL,
+  amount_value   INTEGER NOT NULL,
+  amount_currency TEXT   NOT NULL,
+  status         TEXT    NOT NULL,                       -- REQUESTED|COMPLETED|NO_DEBIT
+  request_id     TEXT    NOT NULL,                       -- TX:{txid}:compensate:ZC
+  proof_source   TEXT    NOT NULL,                       -- EXEC_CREDIT_FAILED|OPERATOR_EVIDENCE
+  evidence_ref   TEXT,
+  requested_by   TEXT    NOT NULL,
+  note           TEXT,
+  bank_result    TEXT,                                   -- the payer bank's answer (JSON)
+  created_at     TEXT    NOT NULL,
+  updated_at     TEXT    NOT NULL
+);
+
 -- SettlementPositions: each bank's settlement balance at a venue: 'ZC'
 -- (the coordinator's net positions of the immediate lanes, settled later
 -- by DNS) and 'BOJ' (the simulated RTGS current account used by

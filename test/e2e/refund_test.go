@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// refundStack has one payer (001, h:a 100,000) and one payee bank (002)
+// whose h:gone account does not exist, and a one-hour SUSPENDED limit.
+func refundStack(t *testing.T, cfg func(*orchestrator.Config)) *stack {
+	s := newStack(t, stackOptions{cfg: func(c *orchestrator.Config) {
+		c.Timeouts = orchestrator.Timeouts{Exec: time.Minute, PayeeProof: time.Minute, Suspended: time.Hour, AdapterDownAfter: 1000}
+		if cfg != nil {
+			cfg(c)
+		}
+	}}, "001", "002")
+	s.bank["001"].account("h:a", "SATO HANAKO", 100_000)
+	s.bank["002"].account("h:b", "YAMADA TARO", 5_000)
+	return s
+}
+
+// failCredit submits a transfer to the payee's missing account: the payer
+// is debited at its core, the payee bank refuses the credit
+// (ACCOUNT_NOT_FOUND → SUSPENDED / EXEC_CREDIT_FAILED, Case) and the sweep
+// moves it to FAILED_EXECUTION after the limit.
+func (s *stack) failCredit(key string, amount int64) string {
+	s.t.Helper()
+	r := s.mustSubmit(orchestrator.LaneExpress, key, "001", "h:a", "002", "h:gone", amount)
+	s.run()
+	s.wantState(r.TxID, "SUSPENDED", orchestrator.ReasonExecCreditFailed)
+	s.clk.Advance(time.Hour + time.Second)
+	if res, err := s.o.TimeoutSweep(s.ctx); err != nil || res.FailedTimeouts != 1 {
+		s.t.Fatalf("sweep: %+v %v", res, err)
+	}
+	s.wantState(r.TxID, "FAILED_EXECUTION", orchestrator.ReasonFailedExecTimeout)
+	return r.TxID
+}
+
+func (s *stack) count(q string, args ...any) int {
+	s.t.Helper()
+	var n int
+	if err := s.zc.Read(s.ctx, func(tx *store.Tx) error { return tx.QueryRowContext(s.ctx, q, args...).Scan(&n) }); err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// wantRefunded checks the rows of a completed reversal: the two evidence
+// entries on an intact chain, the transfer still FAILED_EXECUTION, every
+// Case of the transfer resolved, one REVERSAL posting at the payer bank.
+func (s *stack) wantRefunded(txid string) {
+	s.t.Helper()
+	for _, ev := range []finality.EventType{finality.CreditFailedProofSubmitted, finality.ReversalCompleted} {
+		if n := s.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ? AND state_from = 'FAILED_EXECUTION' AND state_to = 'FAILED_EXECUTION'`, txid, string(ev)); n != 1 {
+			s.t.Errorf("%s entries of %s: %d, want 1", ev, txid, n)
+		}
+	}
+	rep, err := finality.VerifyChain(s.ctx, s.zc, txid)
+	if err != nil || !rep.OK() {
+		s.t.Errorf("chain of %s: %+v %v", txid, rep, err)
+	}
+	s.wantState(txid, "FAILED_EXECUTION", orchestrator.ReasonFailedExecTimeout)
+	if n := s.count(`SELECT COUNT(*) FROM CaseRelatedTransactions l JOIN Cases c ON c.case_id = l.case_id WHERE l.link_key = ?`, txid); n < 1 {
+		s.t.Errorf("%s has no Case", txid)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM CaseRelatedTransactions l JOIN Cases c ON c.case_id = l.case_id WHERE l.link_key = ? AND c.state <> ?`, txid, cases.StateResolved); n != 0 {
+		s.t.Errorf("%s: %d Cases left open after the refund", txid, n)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM EntityStateLog WHERE entity_type = 'REVERSAL' AND entity_id = ?`, "REV-"+txid); n != 2 {
+		s.t.Errorf("REVERSAL history of %s: %d rows, want 2 (requested, completed)", txid, n)
+	}
+	var rows int
+	if err := s.bank["001"].a.DB().Read(s.ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(s.ctx, `SELECT COUNT(*) FROM AdapterPostings WHERE txid = ? AND kind = 'REVERSAL'`, txid).Scan(&rows)
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	if rows != 1 {
+		s.t.Errorf("payer bank holds %d REVERSAL postings for %s, want 1", rows, txid)
+	}
+}
+
+// TestFailedCreditIsRefundedExactlyOnce: a payer debited for a transfer
+// whose credit the payee bank refused is refunded through the payer bank's
+// outbox: its core balance is back where it started, the FinalityLog holds
+// CreditFailedProofSubmitted and ReversalCompleted on an intact chain, and
+// the Cases are resolved. Asking again replays the record and sends
+// nothing; a transfer that is not FAILED_EXECUTION is refused.
+func TestFailedCreditIsRefundedExactlyOnce(t *testing.T) {
+	s := refundStack(t, nil)
+	before := s.snapshot()
+	txid := s.failCredit("refund-1", 1_500)
+	if got := s.bank["001"].coreBalance("h:a"); got != 100_000-1_500 {
+		t.Fatalf("payer core balance %d after the failed credit, want it debited", got)
+	}
+
+	rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1", Note: "payee account closed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Status != orchestrator.ReversalCompleted || rev.Replayed || len(rev.Reversals) != 1 || rev.ProofSource != orchestrator.ReasonExecCreditFailed {
+		t.Fatalf("%+v", rev)
+	}
+	s.run()
+	s.checkInvariants(before, s.snapshot()) // every balance back where it started
+	s.wantRefunded(txid)
+
+	again, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-2"})
+	if err != nil || !again.Replayed || again.Status != orchestrator.ReversalCompleted || again.RequestedBy != "ops-1" {
+		t.Fatalf("second request: %+v %v", again, err)
+	}
+	s.run()
+	if n := s.banks.Calls()[bankapi.Compensate]; n != 1 {
+		t.Fatalf("compensate sent %d times, want 1", n)
+	}
+	s.checkInvariants(before, s.snapshot())
+	s.wantRefunded(txid)
+
+	ok := s.mustSubmit(orchestrator.LaneExpress, "settled", "001", "h:a", "002", "h:b", 700)
+	s.run()
+	if _, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: ok.TxID, RequestedBy: "ops-1"}); domainerr.Code(err) != "STATE_GUARD" {
+		t.Fatalf("refund of a SETTLED transfer: %v", err)
+	}
+	if _, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: "TX-NOPE", RequestedBy: "ops-1"}); domainerr.Code(err) != "TX_NOT_FOUND" {
+		t.Fatalf("refund of an unknown transfer: %v", err)
+	}
+}
+
+// TestRefundCrashAfterTheBankRecordedIsRefundedOnce: the answer of the
+// payer bank to compensate is lost after its adapter recorded it (the
+// coordinator died between the two records). The reversal stays
+// REQUESTED; a fresh orchestrator on the same database finishes it from
+// the REFUND work item by resending the recorded body, the bank answers a
+// replay, and the payer's core balance is restored once.
+func TestRefundCrashAfterTheBankRecordedIsRefundedOnce(t *testing.T) {
+	var cb *crashingBanks
+	s := refundStack(t, nil)
+	cb = newCrashingBanks(s.banks)
+	cfg := orchestrator.Config{DB: s.zc, Banks: cb, Clock: s.clk,
+		Timeouts: orchestrator.Timeouts{Exec: time.Minute, PayeeProof: time.Minute, Suspended: time.Hour, AdapterDownAfter: 1000}}
+	var err error
+	if s.o, err = orchestrator.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	before := s.snapshot()
+	txid := s.failCredit("refund-crash", 2_000)
+
+	cb.arm(bankapi.Compensate)
+	rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Status != orchestrator.ReversalRequested || rev.Pending != "BANK_TIMEOUT" {
+		t.Fatalf("after the lost answer: %+v", rev)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ?`, txid, string(finality.ReversalCompleted)); n != 0 {
+		t.Fatalf("ReversalCompleted recorded without the bank's answer")
+	}
+
+	// Restart: a new orchestrator on the same database; its worker finds
+	// the REFUND item due after the backoff.
+	if s.o, err = orchestrator.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	s.clk.Advance(time.Minute)
+	s.run()
+	cb.wantReplay(t, "TX:"+txid+":compensate:ZC")
+	got, err := s.o.Reversal(s.ctx, txid)
+	if err != nil || got.Status != orchestrator.ReversalCompleted || len(got.Reversals) != 1 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	s.checkInvariants(before, s.snapshot())
+	s.wantRefunded(txid)
+}
+
+// TestRefundWithoutProofOpensACase: a transfer that failed on a timeout
+// (the payee bank never answered, so nothing proves the credit failed) is
+// not reversed on request alone: EVIDENCE_REQUIRED, and a
+// CREDIT_FAILED_PROOF_REQUIRED Case is opened. With the payee bank's
+// confirmation as evidence_ref it is reversed and the payer refunded.
+func TestRefundWithoutProofOpensACase(t *testing.T) {
+	s := refundStack(t, nil)
+	before := s.snapshot()
+	s.banks.SetDown("002", true, bankapi.ExecuteCredit)
+	r := s.mustSubmit(orchestrator.LaneExpress, "timeout", "001", "h:a", "002", "h:b", 900)
+	s.run()
+	s.clk.Advance(61 * time.Second)
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.clk.Advance(time.Hour + time.Second)
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.wantState(r.TxID, "FAILED_EXECUTION", orchestrator.ReasonFailedExecTimeout)
+
+	_, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: r.TxID, RequestedBy: "ops-1"})
+	if domainerr.Code(err) != "EVIDENCE_REQUIRED" {
+		t.Fatalf("refund without proof: %v", err)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM Cases WHERE reason_code = ? AND related_txid = ? AND state = 'OPEN'`,
+		orchestrator.CaseReasonCreditFailedProofRequired, r.TxID); n != 1 {
+		t.Fatalf("%d CREDIT_FAILED_PROOF_REQUIRED cases", n)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM ReversalRecords WHERE txid = ?`, r.TxID); n != 0 {
+		t.Fatalf("a refused reversal left %d rows", n)
+	}
+	if got := s.bank["001"].coreBalance("h:a"); got != 100_000-900 {
+		t.Fatalf("payer balance %d", got)
+	}
+	rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: r.TxID, RequestedBy: "ops-1", EvidenceRef: "LETTER-002-0042"})
+	if err != nil || rev.Status != orchestrator.ReversalCompleted || rev.ProofSource != orchestrator.ProofSourceOperator {
+		t.Fatalf("%+v %v", rev, err)
+	}
+	s.run()
+	s.checkInvariants(before, s.snapshot())
+	s.wantRefunded(r.TxID)
+}
