@@ -326,7 +326,7 @@ func (o *Orchestrator) completeRefundInTx(ctx context.Context, tx *store.Tx, rev
 	moved, err := entitystate.Transition(ctx, tx, o.clk, entitystate.Change{EntityType: ReversalEntity, EntityID: rev.ReversalID,
 		From: []string{ReversalRequested}, To: status,
 		EventType: map[string]string{ReversalCompleted: EventReversalCompleted, ReversalNoDebit: EventReversalNoDebit}[status],
-		Actor: "ZC", Payload: map[string]any{"txid": rev.TxID, "reversals": resp.Reversals},
+		Actor:     "ZC", Payload: map[string]any{"txid": rev.TxID, "reversals": resp.Reversals},
 		Set: []entitystate.Assign{{Column: "bank_result", Value: string(result)}, {Column: "updated_at", Value: now}}})
 	if err != nil {
 		return err
