@@ -64,4 +64,3 @@ func (s *Server) refundRoutes(mux *http.ServeMux) {
 }
 
 var _ Refunder = (*orchestrator.Orchestrator)(nil)
-

@@ -288,4 +288,3 @@ func cliFail(e *env, cmd string, err error) int {
 	fmt.Fprintf(e.Stderr, "zcgw %s: %v\n", cmd, err)
 	return 1
 }
-
