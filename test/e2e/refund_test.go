@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +224,45 @@ func TestRefundWithoutProofOpensACase(t *testing.T) {
 	s.run()
 	s.checkInvariants(before, s.snapshot())
 	s.wantRefunded(r.TxID)
+}
+
+// TestConcurrentRefundRequestsRefundOnce: 8 operators ask at once; one
+// decision is recorded, the others replay it, the payer bank queues one
+// reversal and the payer's balance is restored once.
+func TestConcurrentRefundRequestsRefundOnce(t *testing.T) {
+	s := refundStack(t, nil)
+	before := s.snapshot()
+	txid := s.failCredit("refund-race", 1_100)
+	const n = 8
+	var wg sync.WaitGroup
+	decided := make(chan bool, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: fmt.Sprintf("ops-%d", i)})
+			if err != nil {
+				t.Error(err)
+			}
+			decided <- !rev.Replayed
+		}(i)
+	}
+	wg.Wait()
+	close(decided)
+	first := 0
+	for d := range decided {
+		if d {
+			first++
+		}
+	}
+	if first != 1 {
+		t.Fatalf("%d requests decided the reversal, want 1", first)
+	}
+	s.clk.Advance(time.Minute)
+	s.run()
+	s.checkInvariants(before, s.snapshot())
+	s.wantRefunded(txid)
+	if n := s.count(`SELECT COUNT(*) FROM ReversalRecords WHERE txid = ? AND status = 'COMPLETED'`, txid); n != 1 {
+		t.Fatalf("%d reversal rows", n)
+	}
 }
