@@ -487,7 +487,7 @@ INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('BCP_READONLY', 0);
 -- next_attempt_at.
 CREATE TABLE IF NOT EXISTS OrchestratorQueue (
   item_id             TEXT    PRIMARY KEY,               -- '{kind}:{txid}'
-  kind                TEXT    NOT NULL,                  -- DRIVE|BATCH
+  kind                TEXT    NOT NULL,                  -- DRIVE|BATCH|REFUND
   txid                TEXT    NOT NULL,
   lane                TEXT    NOT NULL,
   status              TEXT    NOT NULL DEFAULT 'READY',  -- READY|CLAIMED|DONE|ACKED|WAITING
