@@ -53,7 +53,23 @@ cancel ends a HOLD_ACTIVE cycle without settling it: its transactions go
 back to ZC's ownership and the date's next cycle nets them again.
 `
 
+const correctUsage = `usage:
+  zcgw correct TXID --value V --by OPERATOR --approved-by OPERATOR --evidence REF [--field payee_account_hash] [--note TEXT]
+
+Misrecord-correct: the payee account of a transfer was recorded wrong, so
+the payee bank refused the credit (SUSPENDED / EXEC_CREDIT_FAILED; the payer
+is debited). Two operators correct it with evidence; the transfer is sent to
+the corrected account and settles. Refused: EVIDENCE_REQUIRED,
+FOUR_EYES_REQUIRED, NOT_CORRECTABLE, B_CONFIRMED (credited: reverse it),
+WINDOW_EXPIRED (FAILED_EXECUTION: zcgw refund).
+`
+
 func init() {
+	register("correct", command{
+		Summary: "misrecord-correct: fix a transfer's misrecorded payee account (four eyes, evidence)",
+		Usage:   func(w io.Writer) { io.WriteString(w, correctUsage) },
+		Run:     runCorrect,
+	})
 	register("refund", command{
 		Summary: "reverse a failed transfer: refund its payer exactly once, or show the reversal",
 		Usage:   func(w io.Writer) { io.WriteString(w, refundUsage) },
@@ -120,6 +136,42 @@ func runRefund(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.Stderr, "zcgw refund: decided; the payer bank has not answered yet (%s): the REFUND work item retries it\n", rev.Pending)
 		return 3
 	}
+	return 0
+}
+
+func runCorrect(ctx context.Context, e *env, args []string) int {
+	fs := e.flagSet("correct")
+	fs.Usage = func() { io.WriteString(e.Stderr, correctUsage) }
+	field := fs.String("field", "payee_account_hash", "the misrecorded field")
+	value := fs.String("value", "", "the correct value (required)")
+	by := fs.String("by", "", "requesting operator (required)")
+	approved := fs.String("approved-by", "", "approving operator, not the requester (required)")
+	evidence := fs.String("evidence", "", "evidence of the misrecord (required)")
+	note := fs.String("note", "", "note recorded with the correction")
+	if err := fs.Parse(reorder(args)); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || *value == "" || *by == "" {
+		fs.Usage()
+		return 2
+	}
+	txid := fs.Arg(0)
+	req := orchestrator.MisrecordRequest{TxID: txid, Field: *field, Value: *value, RequestedBy: *by, ApprovedBy: *approved,
+		EvidenceRef: *evidence, Note: *note}
+	var out orchestrator.Correction
+	err := onNode(ctx, e, "correct", http.MethodPost, "/internal/transfers/"+url.PathEscape(txid)+"/misrecord-correct",
+		gateway.MisrecordBody{Field: req.Field, Value: req.Value, RequestedBy: req.RequestedBy, ApprovedBy: req.ApprovedBy,
+			EvidenceRef: req.EvidenceRef, Note: req.Note}, &out, func(n *node.Node) error {
+			var err error
+			out, err = n.Orchestrator.CorrectMisrecord(ctx, req)
+			return err
+		})
+	if err != nil {
+		return cliFail(e, "correct", err)
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintln(e.Stdout, string(b))
+	fmt.Fprintln(e.Stderr, "zcgw correct: corrected; the transfer is requeued and settles once a node works it")
 	return 0
 }
 

@@ -62,3 +62,29 @@ func TestRefundOverHTTP(t *testing.T) {
 		t.Fatalf("payer core balance %d after a second request, want %d", got, p0)
 	}
 }
+
+// TestMisrecordCorrectOverHTTP: a transfer sent to a wrong payee account
+// is corrected through the operator route by two operators and settles on
+// the right account at the payee's core.
+func TestMisrecordCorrectOverHTTP(t *testing.T) {
+	n := start(t)
+	payerCore, payeeCore := n.Config.Banks[0].Accounts[0].CoreAccount, n.Config.Banks[1].Accounts[0].CoreAccount
+	p0, q0 := n.coreBalance(t, "001", payerCore), n.coreBalance(t, "002", payeeCore)
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("misrecord-1", 800, "h:001-0001", "h:002-typo"))
+	if a.status != 201 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	txid := a.field("txid")
+	n.waitState(t, txid, "SUSPENDED", 20*time.Second)
+	cron := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
+	path := "/internal/transfers/" + txid + "/misrecord-correct"
+	if r := n.do(t, "POST", path, "", cron, `{"field":"payee_account_hash","value":"h:002-0001","requested_by":"ops-1","approved_by":"ops-1","evidence_ref":"CALL-1"}`); r.status != 422 || r.field("reason_code") != "FOUR_EYES_REQUIRED" {
+		t.Fatalf("one operator: %d %s", r.status, r.body)
+	}
+	r := n.do(t, "POST", path, "", cron, `{"field":"payee_account_hash","value":"h:002-0001","requested_by":"ops-1","approved_by":"ops-2","evidence_ref":"CALL-1"}`)
+	if r.status != 200 || r.field("new_value") != "h:002-0001" {
+		t.Fatalf("correct: %d %s", r.status, r.body)
+	}
+	n.waitState(t, txid, "SETTLED", 20*time.Second)
+	n.waitBalances(t, map[[2]string]int64{{"001", payerCore}: p0 - 800, {"002", payeeCore}: q0 + 800})
+}

@@ -266,3 +266,65 @@ func TestConcurrentRefundRequestsRefundOnce(t *testing.T) {
 		t.Fatalf("%d reversal rows", n)
 	}
 }
+
+// TestMisrecordCorrectSettlesToTheRightAccount: a transfer whose payee
+// account was recorded wrong (the payee bank refused the credit) is
+// corrected by two operators with evidence, and goes on to the right
+// account: payer -amount, payee +amount at the cores, MisrecordCorrected
+// on an intact chain, the Case advanced. Every refusal of spec 004 is
+// reached: EVIDENCE_REQUIRED, FOUR_EYES_REQUIRED, NOT_CORRECTABLE,
+// B_CONFIRMED, WINDOW_EXPIRED.
+func TestMisrecordCorrectSettlesToTheRightAccount(t *testing.T) {
+	s := refundStack(t, nil)
+	before := s.snapshot()
+	r := s.mustSubmit(orchestrator.LaneExpress, "misrecord", "001", "h:a", "002", "h:gone", 1_200)
+	s.run()
+	s.wantState(r.TxID, "SUSPENDED", orchestrator.ReasonExecCreditFailed)
+	ok := orchestrator.MisrecordRequest{TxID: r.TxID, Field: "payee_account_hash", Value: "h:b",
+		RequestedBy: "ops-1", ApprovedBy: "ops-2", EvidenceRef: "CALL-0042"}
+	for _, c := range []struct {
+		mut  func(*orchestrator.MisrecordRequest)
+		code string
+	}{
+		{func(m *orchestrator.MisrecordRequest) { m.EvidenceRef = "" }, "EVIDENCE_REQUIRED"},
+		{func(m *orchestrator.MisrecordRequest) { m.ApprovedBy = "" }, "FOUR_EYES_REQUIRED"},
+		{func(m *orchestrator.MisrecordRequest) { m.ApprovedBy = "ops-1" }, "FOUR_EYES_REQUIRED"},
+		{func(m *orchestrator.MisrecordRequest) { m.Field = "amount_value" }, "NOT_CORRECTABLE"},
+		{func(m *orchestrator.MisrecordRequest) { m.Value = "h:gone" }, "NOT_CORRECTABLE"},
+	} {
+		req := ok
+		c.mut(&req)
+		if _, err := s.o.CorrectMisrecord(s.ctx, req); domainerr.Code(err) != c.code {
+			t.Fatalf("%+v: %v, want %s", req, err, c.code)
+		}
+	}
+	if n := s.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ?`, r.TxID, string(finality.MisrecordCorrected)); n != 0 {
+		t.Fatalf("a refused correction wrote %d entries", n)
+	}
+	c, err := s.o.CorrectMisrecord(s.ctx, ok)
+	if err != nil || c.OldValue != "h:gone" || c.NewValue != "h:b" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if n := s.count(`SELECT COUNT(*) FROM CaseRelatedTransactions l JOIN Cases k ON k.case_id = l.case_id WHERE l.link_key = ? AND k.state = 'IN_PROGRESS'`, r.TxID); n != 1 {
+		t.Fatalf("%d Cases advanced", n)
+	}
+	s.run()
+	s.wantState(r.TxID, "SETTLED", "")
+	s.checkInvariants(before, s.snapshot(), move{"001", "h:a", -1_200}, move{"002", "h:b", 1_200})
+	if n := s.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ? AND json_extract(payload_json, '$.approved_by') = 'ops-2'`,
+		r.TxID, string(finality.MisrecordCorrected)); n != 1 {
+		t.Fatalf("%d MisrecordCorrected entries", n)
+	}
+	if rep, err := finality.VerifyChain(s.ctx, s.zc, r.TxID); err != nil || !rep.OK() {
+		t.Fatalf("chain %+v %v", rep, err)
+	}
+	if _, err := s.o.CorrectMisrecord(s.ctx, ok); domainerr.Code(err) != "B_CONFIRMED" {
+		t.Fatalf("correction after settlement: %v", err)
+	}
+	failed := s.failCredit("misrecord-late", 300)
+	late := ok
+	late.TxID = failed
+	if _, err := s.o.CorrectMisrecord(s.ctx, late); domainerr.Code(err) != "WINDOW_EXPIRED" {
+		t.Fatalf("correction after FAILED_EXECUTION: %v", err)
+	}
+}
