@@ -15,6 +15,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
 
 // Reversal (refund) of a transfer that ended in FAILED_EXECUTION after its
@@ -146,6 +147,9 @@ func (o *Orchestrator) RequestRefund(ctx context.Context, req RefundRequest) (Re
 			return nil
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
+		}
+		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
+			return err // before the proof check: a read-only system opens no Case either
 		}
 		r, err := readTx(ctx, tx, req.TxID)
 		if err != nil {

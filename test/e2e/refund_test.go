@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
 
 // refundStack has one payer (001, h:a 100,000) and one payee bank (002)
@@ -327,4 +328,35 @@ func TestMisrecordCorrectSettlesToTheRightAccount(t *testing.T) {
 	if _, err := s.o.CorrectMisrecord(s.ctx, late); domainerr.Code(err) != "WINDOW_EXPIRED" {
 		t.Fatalf("correction after FAILED_EXECUTION: %v", err)
 	}
+}
+
+// TestRefundInBCPIsRefusedAndLeavesNothing: in BCP read-only mode a
+// reversal is refused with SYSTEM_BCP_READ_ONLY before anything is
+// written (no reversal row, no Case, no command sent); after BCP it goes
+// through.
+func TestRefundInBCPIsRefusedAndLeavesNothing(t *testing.T) {
+	s := refundStack(t, nil)
+	before := s.snapshot()
+	txid := s.failCredit("refund-bcp", 400)
+	modes := sysmode.NewController(s.zc, finality.New(s.clk), s.clk, nil)
+	if _, _, err := modes.ActivateBCP(s.ctx, "op-1", "drill"); err != nil {
+		t.Fatal(err)
+	}
+	cases0 := s.count(`SELECT COUNT(*) FROM Cases`)
+	for _, ev := range []string{"", "LETTER-1"} {
+		if _, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1", EvidenceRef: ev}); domainerr.Code(err) != "SYSTEM_BCP_READ_ONLY" {
+			t.Fatalf("refund in BCP (evidence %q): %v", ev, err)
+		}
+	}
+	if n := s.count(`SELECT COUNT(*) FROM ReversalRecords`); n != 0 || s.count(`SELECT COUNT(*) FROM Cases`) != cases0 || s.banks.Calls()[bankapi.Compensate] != 0 {
+		t.Fatalf("BCP refusal wrote: %d reversals, cases %d -> %d", n, cases0, s.count(`SELECT COUNT(*) FROM Cases`))
+	}
+	if _, _, err := modes.DeactivateBCP(s.ctx, "op-1", "drill over"); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1"}); err != nil || rev.Status != orchestrator.ReversalCompleted {
+		t.Fatalf("%+v %v", rev, err)
+	}
+	s.run()
+	s.checkInvariants(before, s.snapshot())
 }
