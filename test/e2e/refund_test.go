@@ -46,6 +46,28 @@ func (s *stack) failCredit(key string, amount int64) string {
 	return r.TxID
 }
 
+// failByTimeout submits a transfer whose payee bank never answers
+// execute-credit: PAYER_EXEC_CONFIRMED, then SUSPEND_PAYEE_PROOF_TIMEOUT,
+// then FAILED_EXECUTION, with nothing on the chain proving the credit
+// failed.
+func (s *stack) failByTimeout(key string, amount int64) orchestrator.SubmitResult {
+	s.t.Helper()
+	s.banks.SetDown("002", true, bankapi.ExecuteCredit)
+	defer s.banks.SetDown("002", false)
+	r := s.mustSubmit(orchestrator.LaneExpress, key, "001", "h:a", "002", "h:b", amount)
+	s.run()
+	s.clk.Advance(61 * time.Second)
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	s.clk.Advance(time.Hour + time.Second)
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	s.wantState(r.TxID, "FAILED_EXECUTION", orchestrator.ReasonFailedExecTimeout)
+	return r
+}
+
 func (s *stack) count(q string, args ...any) int {
 	s.t.Helper()
 	var n int
@@ -191,18 +213,7 @@ func TestRefundCrashAfterTheBankRecordedIsRefundedOnce(t *testing.T) {
 func TestRefundWithoutProofOpensACase(t *testing.T) {
 	s := refundStack(t, nil)
 	before := s.snapshot()
-	s.banks.SetDown("002", true, bankapi.ExecuteCredit)
-	r := s.mustSubmit(orchestrator.LaneExpress, "timeout", "001", "h:a", "002", "h:b", 900)
-	s.run()
-	s.clk.Advance(61 * time.Second)
-	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.clk.Advance(time.Hour + time.Second)
-	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.wantState(r.TxID, "FAILED_EXECUTION", orchestrator.ReasonFailedExecTimeout)
+	r := s.failByTimeout("timeout", 900)
 
 	_, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: r.TxID, RequestedBy: "ops-1"})
 	if domainerr.Code(err) != "EVIDENCE_REQUIRED" {
@@ -337,7 +348,7 @@ func TestMisrecordCorrectSettlesToTheRightAccount(t *testing.T) {
 func TestRefundInBCPIsRefusedAndLeavesNothing(t *testing.T) {
 	s := refundStack(t, nil)
 	before := s.snapshot()
-	txid := s.failCredit("refund-bcp", 400)
+	txid := s.failByTimeout("refund-bcp", 400).TxID
 	modes := sysmode.NewController(s.zc, finality.New(s.clk), s.clk, nil)
 	if _, _, err := modes.ActivateBCP(s.ctx, "op-1", "drill"); err != nil {
 		t.Fatal(err)
@@ -354,7 +365,7 @@ func TestRefundInBCPIsRefusedAndLeavesNothing(t *testing.T) {
 	if _, _, err := modes.DeactivateBCP(s.ctx, "op-1", "drill over"); err != nil {
 		t.Fatal(err)
 	}
-	if rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1"}); err != nil || rev.Status != orchestrator.ReversalCompleted {
+	if rev, err := s.o.RequestRefund(s.ctx, orchestrator.RefundRequest{TxID: txid, RequestedBy: "ops-1", EvidenceRef: "LETTER-1"}); err != nil || rev.Status != orchestrator.ReversalCompleted {
 		t.Fatalf("%+v %v", rev, err)
 	}
 	s.run()
