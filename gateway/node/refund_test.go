@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/store"
 )
 
 // TestRefundOverHTTP: the operator route of a node reverses a transfer
@@ -87,4 +89,91 @@ func TestMisrecordCorrectOverHTTP(t *testing.T) {
 	}
 	n.waitState(t, txid, "SETTLED", 20*time.Second)
 	n.waitBalances(t, map[[2]string]int64{{"001", payerCore}: p0 - 800, {"002", payeeCore}: q0 + 800})
+}
+
+// TestHoldCycleCancelledThroughTheNode: a transfer settled over HTTP is
+// taken by the day's DNS cycle, which holds (the payer bank's central-bank
+// account is short); the operator cancels the cycle through the node and
+// the transfer is back in ZC's hands with no cycle; the next cycle, once
+// funded, settles it.
+func TestHoldCycleCancelledThroughTheNode(t *testing.T) {
+	n := start(t)
+	ctx := context.Background()
+	a := n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody("hold-1", 1500, "h:001-0001", "h:002-0001"))
+	if a.status != 201 {
+		t.Fatalf("POST: %d %s", a.status, a.body)
+	}
+	txid := a.field("txid")
+	n.waitState(t, txid, "SETTLED", 20*time.Second)
+	owner := func() (o, cycle string) {
+		var c sql.NullString
+		if err := n.DB.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT owner, dns_cycle_id FROM Transactions WHERE txid = ?`, txid).Scan(&o, &c)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return o, c.String
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for open := 1; open > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue work of %s still open", txid)
+		}
+		if err := n.DB.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM OrchestratorQueue WHERE txid = ? AND status NOT IN ('DONE', 'ACKED')", txid).Scan(&open)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The payer bank's central-bank account holds 1000 of the 1500 it owes.
+	if err := n.DB.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE SettlementPositions SET balance = 1000 WHERE bank_id = '001' AND venue = 'BOJ'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	secret := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
+	for _, job := range []string{"dns-kick", "dns-settle"} {
+		if r := n.do(t, "POST", "/internal/cron/"+job, "", secret, ""); r.status != 200 {
+			t.Fatalf("%s: %d %s", job, r.status, r.body)
+		}
+	}
+	o, cycle := owner()
+	if o != "CYCLE:"+cycle || cycle == "" {
+		t.Fatalf("after the held settle: owner %s cycle %s", o, cycle)
+	}
+	r := n.do(t, "POST", "/internal/dns/cancel", "", secret, `{"cycle_id":"`+cycle+`","reason":"no bridge liquidity","actor":"ops-1"}`)
+	var cr struct {
+		State       string   `json:"state"`
+		Released    []string `json:"released"`
+		NextCycleID string   `json:"next_cycle_id"`
+	}
+	if err := json.Unmarshal(r.body, &cr); err != nil || r.status != 200 || cr.State != "CANCELLED" || len(cr.Released) != 1 || cr.Released[0] != txid {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	if o, c := owner(); o != "ZC" || c != "" {
+		t.Fatalf("after cancel: owner %s cycle %q", o, c)
+	}
+	var bal int64
+	n.DB.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT balance FROM SettlementPositions WHERE bank_id = '001' AND venue = 'BOJ'`).Scan(&bal)
+	})
+	if bal != 1000 {
+		t.Fatalf("cancel moved BOJ: %d", bal)
+	}
+	// The next cycle takes it again; funded, it settles.
+	if r := n.do(t, "POST", "/internal/dns/intraday-cutoff", "", secret, `{}`); r.status != 200 || r.field("state") != "HOLD_ACTIVE" {
+		t.Fatalf("next cycle: %d %s", r.status, r.body)
+	}
+	_, next := owner()
+	if next != cr.NextCycleID {
+		t.Fatalf("taken by %s, want %s", next, cr.NextCycleID)
+	}
+	if r := n.do(t, "POST", "/internal/dns/fund", "", secret, `{"cycle_id":"`+next+`"}`); r.status != 200 || r.field("state") != "SETTLED" {
+		t.Fatalf("fund: %d %s", r.status, r.body)
+	}
+	if o, _ := owner(); o != "ZC" {
+		t.Fatalf("after settle: owner %s", o)
+	}
 }
