@@ -331,14 +331,14 @@ func TestCompensationReversesTheDebitNetZero(t *testing.T) {
 		HReservation: &bankapi.HReservation{ReservationID: r.ReservationRef, Mode: "RESERVED"}}); err != nil {
 		t.Fatal(err)
 	}
-	comp, err := h.a.Compensate(h.ctx, CompensateRequest{RequestID: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"})
+	comp, err := h.a.Compensate(h.ctx, CompensateRequest{RequestIDValue: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"})
 	if err != nil || len(comp.Reversals) != 1 {
 		t.Fatalf("compensate: %+v %v", comp, err)
 	}
-	if again, err := h.a.Compensate(h.ctx, CompensateRequest{RequestID: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}); err != nil || again.Reversals[0] != comp.Reversals[0] {
+	if again, err := h.a.Compensate(h.ctx, CompensateRequest{RequestIDValue: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}); err != nil || again.Reversals[0] != comp.Reversals[0] {
 		t.Fatalf("replay: %+v %v", again, err)
 	}
-	if _, err := h.a.Compensate(h.ctx, CompensateRequest{RequestID: "c2", TxID: "TX-1"}); domainerr.Code(err) != "ALREADY_PROCESSED" {
+	if _, err := h.a.Compensate(h.ctx, CompensateRequest{RequestIDValue: "c2", TxID: "TX-1"}); domainerr.Code(err) != "ALREADY_PROCESSED" {
 		t.Fatalf("second compensation: %v", err)
 	}
 	h.drain()
@@ -355,7 +355,7 @@ func TestCompensationReversesTheDebitNetZero(t *testing.T) {
 	// Settled transfers cannot be compensated.
 	h.a.ExecuteDebit(h.ctx, bankapi.ExecuteDebitRequest{RequestIDValue: "d2", TxID: "TX-2", Amount: jpy(100), DecisionProofRef: "DP", PayerAccountHash: "h:a"})
 	h.a.DebitSettled(h.ctx, bankapi.DebitSettledRequest{RequestIDValue: "s2", TxID: "TX-2", Amount: jpy(100), PayeeBankID: "002", SettledAt: "2026-12-02T01:00:00Z"})
-	if _, err := h.a.Compensate(h.ctx, CompensateRequest{RequestID: "c3", TxID: "TX-2"}); domainerr.Code(err) != "STATE_GUARD" {
+	if _, err := h.a.Compensate(h.ctx, CompensateRequest{RequestIDValue: "c3", TxID: "TX-2"}); domainerr.Code(err) != "STATE_GUARD" {
 		t.Fatalf("compensate settled: %v", err)
 	}
 }

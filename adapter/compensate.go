@@ -5,25 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/outbox"
 )
 
 // CompensateRequest asks the payer bank to undo the debit of a transfer
-// whose downstream leg failed (spec 001 §18.2 #4).
-type CompensateRequest struct {
-	RequestID string `json:"request_id"`
-	TxID      string `json:"txid"`
-	Reason    string `json:"reason"`
-}
+// whose downstream leg failed (spec 001 §18.2 #4). The wire type is
+// declared once in coordinator/bankapi (the zcgw extension command
+// "compensate", served by Dispatch like the 13).
+type CompensateRequest = bankapi.CompensateRequest
 
 // CompensateResponse lists the reversal postings queued.
-type CompensateResponse struct {
-	Result    string   `json:"result"` // "REVERSED"
-	TxID      string   `json:"txid"`
-	Reversals []string `json:"reversals"` // refs of the REVERSAL postings
-}
+type CompensateResponse = bankapi.CompensateResponse
 
 // Compensate queues, for every debit of txid not yet reversed, a REVERSAL
 // posting linked to it by txid and reversal_of, in one transaction with
@@ -33,11 +28,10 @@ type CompensateResponse struct {
 // and while a debit is BLOCKED (that posting never reached the core; its
 // Case decides).
 func (a *Adapter) Compensate(ctx context.Context, req CompensateRequest) (CompensateResponse, error) {
-	if req.RequestID == "" || req.TxID == "" {
-		return CompensateResponse{}, domainerr.New("MISSING_FIELD", "compensate: request_id and txid are required",
-			map[string]any{"request_id": req.RequestID, "txid": req.TxID})
+	if err := req.Validate(); err != nil {
+		return CompensateResponse{}, err
 	}
-	return once(ctx, a, "compensate", req.RequestID, req, func(tx *store.Tx) (CompensateResponse, error) {
+	return once(ctx, a, string(bankapi.Compensate), req.RequestIDValue, req, func(tx *store.Tx) (CompensateResponse, error) {
 		var settled int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterAuditLog WHERE event = 'DEBIT_SETTLED' AND txid = ?`, req.TxID).
 			Scan(&settled); err != nil {
@@ -81,7 +75,7 @@ func (a *Adapter) Compensate(ctx context.Context, req CompensateRequest) (Compen
 			}
 			return CompensateResponse{}, domainerr.New("TX_NOT_FOUND", "no debit for this txid at this bank", map[string]any{"txid": req.TxID})
 		}
-		resp := CompensateResponse{Result: "REVERSED", TxID: req.TxID}
+		resp := CompensateResponse{Result: bankapi.ResultReversed, TxID: req.TxID}
 		for _, d := range debits {
 			if d.status == string(outbox.Blocked) || d.status == string(outbox.WrittenOff) {
 				return CompensateResponse{}, domainerr.New("STATE_GUARD", "the debit never reached the core (blocked or written off); its Case decides",
@@ -91,14 +85,14 @@ func (a *Adapter) Compensate(ctx context.Context, req CompensateRequest) (Compen
 			if err != nil {
 				return CompensateResponse{}, err
 			}
-			ref, err := a.queuePosting(ctx, tx, s, req.TxID, req.RequestID, "", outbox.Reversal, 1, d.amount, d.ref)
+			ref, err := a.queuePosting(ctx, tx, s, req.TxID, req.RequestIDValue, "", outbox.Reversal, 1, d.amount, d.ref)
 			if err != nil {
 				return CompensateResponse{}, err
 			}
 			resp.Reversals = append(resp.Reversals, ref)
 		}
 		payload, _ := json.Marshal(map[string]any{"reason": req.Reason, "reversals": resp.Reversals})
-		if err := a.audit(ctx, tx, "COMPENSATED", req.TxID, req.RequestID, string(payload)); err != nil {
+		if err := a.audit(ctx, tx, "COMPENSATED", req.TxID, req.RequestIDValue, string(payload)); err != nil {
 			return CompensateResponse{}, err
 		}
 		return resp, nil

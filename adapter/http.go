@@ -126,6 +126,8 @@ func (a *Adapter) Dispatch(ctx context.Context, req bankapi.Request) (any, error
 		return a.InitializeBank(ctx, *r)
 	case *bankapi.CleanupBankRequest:
 		return a.CleanupBank(ctx, *r)
+	case *bankapi.CompensateRequest:
+		return a.Compensate(ctx, *r)
 	}
 	return nil, domainerr.New("INVALID_REQUEST", fmt.Sprintf("unsupported request type %T", req), nil)
 }

@@ -204,6 +204,7 @@ func (s *Server) routes() *http.ServeMux {
 		mux.Handle("POST /internal/dns/{action}", s.cron(s.cfg.DNS.ServeHTTP))
 		mux.Handle("GET /internal/boj-positions", s.cron(s.cfg.DNS.ServeHTTP))
 	}
+	s.refundRoutes(mux)
 	mux.HandleFunc("/internal/", s.cron(s.notFound))
 	mux.HandleFunc("/", s.notFound)
 	return mux

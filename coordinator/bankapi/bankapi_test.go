@@ -160,3 +160,26 @@ func keys(t *testing.T, s string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// The zcgw extension compensate is not one of the 13, decodes through
+// NewRequest like them and validates its required fields.
+func TestCompensateExtension(t *testing.T) {
+	if Compensate.Valid() || len(Extensions) != 1 || Extensions[0] != Compensate {
+		t.Fatalf("compensate must be an extension, not one of the 13: %v", Extensions)
+	}
+	req, ok := NewRequest(Compensate)
+	if !ok || req.Command() != Compensate {
+		t.Fatalf("NewRequest(compensate) = %v %v", req, ok)
+	}
+	body := `{"request_id":"TX:TX-1:compensate:ZC","txid":"TX-1","reason":"FAILED_EXEC_TIMEOUT"}`
+	if err := json.Unmarshal([]byte(body), req); err != nil || req.Validate() != nil || req.RequestID() != "TX:TX-1:compensate:ZC" {
+		t.Fatalf("decode: %+v %v", req, err)
+	}
+	if out, _ := json.Marshal(req); string(out) != body {
+		t.Fatalf("re-encoded %s", out)
+	}
+	err := (&CompensateRequest{RequestIDValue: "r"}).Validate()
+	if de, ok := domainerr.As(err); !ok || de.Code != "MISSING_FIELD" || de.Details["field"] != "txid" {
+		t.Fatalf("missing txid: %v", err)
+	}
+}

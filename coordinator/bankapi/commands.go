@@ -21,6 +21,17 @@ const (
 	CleanupBank    Command = "cleanup-bank"
 )
 
+// Compensate is a zcgw extension beside the 13: the payer bank undoes the
+// debit of a transfer whose credit failed (the adapter's compensation of
+// spec 001 §18.2 #4). None of spec 004's 13 commands carries a reversal,
+// and spec 004 names reversals only as a ZC operation (POST
+// /api/reversals); the bank side needs a command to receive it
+// (docs/adapter.md, "compensate").
+const Compensate Command = "compensate"
+
+// Extensions lists the zcgw ingress commands beyond spec 004's 13.
+var Extensions = []Command{Compensate}
+
 // Commands names all 13 commands in spec order.
 var Commands = []Command{
 	ReserveFunds, ExecuteDebit, ExecuteCredit, ReleaseReserve, LegReadyCheck,
@@ -33,7 +44,7 @@ func (c Command) Path(bankID string) string {
 	return "/bank/" + bankID + "/zc-ingress/" + string(c)
 }
 
-// Valid reports whether c is one of the 13 commands.
+// Valid reports whether c is one of the 13 commands (Extensions are not).
 func (c Command) Valid() bool {
 	for _, k := range Commands {
 		if k == c {
@@ -84,6 +95,8 @@ func NewRequest(c Command) (Request, bool) {
 		return &InitializeBankRequest{}, true
 	case CleanupBank:
 		return &CleanupBankRequest{}, true
+	case Compensate:
+		return &CompensateRequest{}, true
 	}
 	return nil, false
 }

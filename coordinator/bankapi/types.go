@@ -65,6 +65,7 @@ const (
 	ResultInitialized        = "INITIALIZED"
 	ResultAlreadyInitialized = "ALREADY_INITIALIZED"
 	ResultCleanedUp          = "CLEANED_UP"
+	ResultReversed           = "REVERSED" // compensate
 )
 
 // Response-body reason codes (values of "reason_code" in an NG/ERROR body,
@@ -281,6 +282,24 @@ type DebitSettledRequest struct {
 type DebitSettledResponse struct {
 	Result string `json:"result"`
 	TxID   string `json:"txid"`
+}
+
+// ---- compensate (zcgw extension, see Compensate)
+
+// CompensateRequest asks the payer bank to undo every debit of txid that
+// is not yet reversed (a REVERSAL posting per debit, queued through the
+// outbox). reason is the state reason code the coordinator decided on.
+type CompensateRequest struct {
+	RequestIDValue string `json:"request_id"`
+	TxID           string `json:"txid"`
+	Reason         string `json:"reason"`
+}
+
+// CompensateResponse is REVERSED with the refs of the REVERSAL postings.
+type CompensateResponse struct {
+	Result    string   `json:"result"` // "REVERSED"
+	TxID      string   `json:"txid"`
+	Reversals []string `json:"reversals"`
 }
 
 // ---- initialize-bank

@@ -249,6 +249,12 @@ func (r *DebitSettledRequest) Validate() error {
 	return stamp(DebitSettled, "settled_at", r.SettledAt)
 }
 
+func (r *CompensateRequest) Command() Command  { return Compensate }
+func (r *CompensateRequest) RequestID() string { return r.RequestIDValue }
+func (r *CompensateRequest) Validate() error {
+	return need(Compensate, "request_id", r.RequestIDValue, "txid", r.TxID)
+}
+
 func (r *InitializeBankRequest) Command() Command  { return InitializeBank }
 func (r *InitializeBankRequest) RequestID() string { return r.RequestIDValue }
 func (r *InitializeBankRequest) Validate() error {

@@ -31,6 +31,8 @@ var (
 	registry = map[string]Entity{
 		"CASE": {Type: "CASE", Table: "Cases", IDColumn: "case_id", StateColumn: "state"},
 		"PSPR": {Type: "PSPR", Table: "PsprRegistry", IDColumn: "pspr_ref", StateColumn: "capability_state"},
+		// reversals of failed transfers (coordinator/orchestrator refund.go)
+		"REVERSAL": {Type: "REVERSAL", Table: "ReversalRecords", IDColumn: "reversal_id", StateColumn: "status"},
 	}
 	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )

@@ -73,6 +73,8 @@ const (
 	GtidSuspended      EventType = "GtidSuspended"      // GT_* -> GT_SUSPENDED
 	GtidDecidedCancel  EventType = "GtidDecidedCancel"  // GT_* -> GT_DECIDED_CANCEL
 	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
+	ReversalCompleted  EventType = "ReversalCompleted"  // FAILED_EXECUTION: the payer bank queued the reversal of its debit (EXT_REFUND_PROOF)
+	DnsCycleCancelled  EventType = "DnsCycleCancelled"  // HOLD_ACTIVE -> CANCELLED: handoff #2 back to ZC without settling
 )
 
 var declared = map[EventType]bool{}
@@ -94,6 +96,7 @@ func init() {
 		HtlcAuthRequested, FinalityCosigned, WatcherEquivocationDetected,
 
 		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
+		ReversalCompleted, DnsCycleCancelled,
 	} {
 		declared[e] = true
 	}

@@ -658,8 +658,11 @@ func (o *Orchestrator) work(ctx context.Context, it Item) error {
 	if o.banks == nil {
 		return fmt.Errorf("orchestrator: Config.Banks is not set")
 	}
-	if it.Kind == KindDrive {
+	switch it.Kind {
+	case KindDrive:
 		return o.drive(ctx, it.TxID)
+	case KindRefund:
+		return o.refundStep(ctx, it.TxID)
 	}
 	return domainerr.New("INVARIANT_VIOLATION", "unknown work item kind", map[string]any{"kind": it.Kind})
 }

@@ -75,6 +75,7 @@ var WrittenReasons = map[string]string{
 	ReasonHLimitExceeded:           FamilyEvent,
 	ReasonPrecheckExpired:          FamilyEvent,
 	ReasonIGSFailed:                FamilyEvent,
+	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,
 	"ACCOUNT_FROZEN":               FamilyEvent,

@@ -40,7 +40,7 @@ import (
 
 // recorded reports whether cmd's body is recorded at the decision to send.
 func recorded(cmd bankapi.Command) bool {
-	return cmd == bankapi.ExecuteDebit || cmd == bankapi.DebitSettled
+	return cmd == bankapi.ExecuteDebit || cmd == bankapi.DebitSettled || cmd == bankapi.Compensate
 }
 
 // recordRequestInTx records req's body under its request_id inside tx; a

@@ -503,7 +503,7 @@ INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('BCP_READONLY', 0);
 -- next_attempt_at.
 CREATE TABLE IF NOT EXISTS OrchestratorQueue (
   item_id             TEXT    PRIMARY KEY,               -- '{kind}:{txid}'
-  kind                TEXT    NOT NULL,                  -- DRIVE|BATCH
+  kind                TEXT    NOT NULL,                  -- DRIVE|BATCH|REFUND
   txid                TEXT    NOT NULL,
   lane                TEXT    NOT NULL,
   status              TEXT    NOT NULL DEFAULT 'READY',  -- READY|CLAIMED|DONE|ACKED|WAITING
@@ -549,6 +549,30 @@ CREATE TABLE IF NOT EXISTS OrchestratorRequests (
   command    TEXT NOT NULL,                              -- bankapi command
   body       TEXT NOT NULL,                              -- the JSON body as first sent
   created_at TEXT NOT NULL
+);
+
+-- ReversalRecords: the reversal (refund) of a transfer that ended in
+-- FAILED_EXECUTION after its payer was debited (spec 004 POST
+-- /api/reversals; 003 names ReversalRecords.status among the entities whose
+-- history EntityStateLog keeps, entity_type 'REVERSAL'). One full reversal
+-- per transfer (txid UNIQUE): a second request replays this row. The
+-- compensate command sent under request_id is recorded in
+-- OrchestratorRequests in the decision commit.
+CREATE TABLE IF NOT EXISTS ReversalRecords (
+  reversal_id    TEXT    PRIMARY KEY,                    -- 'REV-{txid}'
+  txid           TEXT    NOT NULL UNIQUE,
+  payer_bank_id  TEXT    NOT NULL,
+  amount_value   INTEGER NOT NULL,
+  amount_currency TEXT   NOT NULL,
+  status         TEXT    NOT NULL,                       -- REQUESTED|COMPLETED|NO_DEBIT
+  request_id     TEXT    NOT NULL,                       -- TX:{txid}:compensate:ZC
+  proof_source   TEXT    NOT NULL,                       -- EXEC_CREDIT_FAILED|OPERATOR_EVIDENCE
+  evidence_ref   TEXT,
+  requested_by   TEXT    NOT NULL,
+  note           TEXT,
+  bank_result    TEXT,                                   -- the payer bank's answer (JSON)
+  created_at     TEXT    NOT NULL,
+  updated_at     TEXT    NOT NULL
 );
 
 -- SettlementPositions: each bank's settlement balance at a venue: 'ZC'

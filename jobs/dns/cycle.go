@@ -23,6 +23,9 @@ const (
 	StateKicked     = "KICKED"
 	StateSettled    = "SETTLED"
 	StateHoldActive = "HOLD_ACTIVE"
+	// StateCancelled is a zcgw addition to spec 003's DnsState: a held
+	// cycle an operator cancelled (handoff #2's cancel path, 000 §5.2).
+	StateCancelled = "CANCELLED"
 
 	IgsNormal     = "NORMAL"
 	IgsRingfenced = "RINGFENCED"

@@ -18,11 +18,16 @@ const maxBody = 64 << 10
 
 // Request is the body of the /internal/dns/* endpoints (spec 004): kick and
 // intraday-cutoff take business_date and currency (both optional: today in
-// JST, JPY), settle and resume take cycle_id.
+// JST, JPY), settle and resume take cycle_id; fund takes cycle_id and
+// optionally bank_id with amount; cancel takes cycle_id, reason and actor.
 type Request struct {
 	BusinessDate string `json:"business_date,omitempty"`
 	Currency     string `json:"currency,omitempty"`
 	CycleID      string `json:"cycle_id,omitempty"`
+	BankID       string `json:"bank_id,omitempty"`
+	Amount       int64  `json:"amount,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	Actor        string `json:"actor,omitempty"`
 }
 
 // DecodeRequest parses an /internal/dns/* body strictly: empty means {},
@@ -61,7 +66,26 @@ func DecodeRequest(body []byte) (Request, error) {
 			return Request{}, err
 		}
 	}
+	if r.Amount < 0 {
+		return Request{}, domainerr.New("INVALID_AMOUNT", "amount must be positive", map[string]any{"field": "amount"})
+	}
 	return r, nil
+}
+
+// FundResponse is the answer of fund: the resume's answer and the
+// fundings made.
+type FundResponse struct {
+	SettleResponse
+	Fundings []Funding `json:"fundings"`
+}
+
+// CancelResponse is the answer of cancel.
+type CancelResponse struct {
+	CycleID     string   `json:"cycle_id"`
+	State       string   `json:"state"`
+	Applied     bool     `json:"applied"`
+	Released    []string `json:"released"`
+	NextCycleID string   `json:"next_cycle_id,omitempty"`
 }
 
 // KickResponse is the answer of kick.
@@ -92,7 +116,7 @@ func settleResponse(r SettleResult) SettleResponse {
 }
 
 // Handler serves POST /internal/dns/kick, /settle, /intraday-cutoff,
-// /resume and GET /internal/boj-positions. It checks no credentials: the
+// /resume, /fund, /cancel and GET /internal/boj-positions. It checks no credentials: the
 // gateway mounts it behind its internal-API check.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -159,6 +183,27 @@ func (s *Service) Handler() http.Handler {
 		}
 		res, err := s.Resume(ctx, r.CycleID)
 		return settleResponse(res), err
+	})
+	post("/internal/dns/fund", func(ctx context.Context, r Request) (any, error) {
+		if err := needCycle(r); err != nil {
+			return nil, err
+		}
+		res, err := s.FundAndResume(ctx, r.CycleID, r.BankID, r.Amount)
+		if res.Fundings == nil {
+			res.Fundings = []Funding{}
+		}
+		return FundResponse{SettleResponse: settleResponse(res.Settle), Fundings: res.Fundings}, err
+	})
+	post("/internal/dns/cancel", func(ctx context.Context, r Request) (any, error) {
+		if err := needCycle(r); err != nil {
+			return nil, err
+		}
+		res, err := s.Cancel(ctx, r.CycleID, r.Reason, r.Actor)
+		if res.Released == nil {
+			res.Released = []string{}
+		}
+		return CancelResponse{CycleID: res.Cycle.CycleID, State: res.Cycle.State, Applied: res.Applied,
+			Released: res.Released, NextCycleID: res.Next.CycleID}, err
 	})
 	post("/internal/dns/intraday-cutoff", func(ctx context.Context, r Request) (any, error) {
 		d, c := day(r)

@@ -14,7 +14,7 @@ import (
 
 // This file is lane.DNSSettleSite: spec 000 §5.2 handoff #2, the one place
 // that hands a cycle's transactions back 'CYCLE:<id>' -> 'ZC' in one
-// statement.
+// statement — on settlement and on cycle cancel.
 
 // Shortfall is a net debtor whose central-bank balance does not cover its
 // net debit.
@@ -229,4 +229,109 @@ func (s *Service) settleFunded(ctx context.Context, tx *store.Tx, c Cycle, from 
 	s.logger.InfoContext(ctx, "dns.settled", "cycle_id", c.CycleID, "from", from, "postings", len(postings), "tx_count", released)
 	c, err = GetInTx(ctx, tx, c.CycleID)
 	return SettleResult{Cycle: c, Applied: true, Postings: postings, Released: int(released)}, err
+}
+
+// cancelReleaseSQL is handoff #2 on the cancel path: the cycle hands its
+// transactions back to ZC and lets go of them (dns_cycle_id cleared), so
+// the next cycle's kick nets them again.
+const cancelReleaseSQL = `UPDATE Transactions SET owner = 'ZC', dns_cycle_id = NULL WHERE dns_cycle_id = ? AND owner = ?`
+
+// CancelResult reports a cycle cancel.
+type CancelResult struct {
+	Cycle    Cycle
+	Applied  bool     // the cycle was cancelled by this call
+	Released []string // the transactions handed back to ZC, by txid
+	Next     Cycle    // the OPEN cycle of the date that will take them
+}
+
+// CancelInTx cancels a HOLD_ACTIVE cycle inside the caller's write
+// transaction (spec 000 §5.2 handoff #2, "サイクル取消"): nothing is posted
+// on BOJ (its DnsNetPositions stay unsettled as the record of what was
+// held), the cycle becomes CANCELLED with igs_mode NORMAL and its HOLD
+// announcement cleared, every transaction it held goes back to 'ZC' with
+// dns_cycle_id cleared in one statement, and DnsCycleCancelled (owner_from,
+// owner_to, the txids, reason, actor) is appended on the cycle's chain.
+// The date's OPEN cycle (created when there is none) takes them at its
+// kick. A CANCELLED cycle is returned unchanged; any other state is
+// INVALID_STATE (only a held cycle can be cancelled: a KICKED one settles
+// or holds first). reason and actor are required.
+func (s *Service) CancelInTx(ctx context.Context, tx *store.Tx, cycleID, reason, actor string) (CancelResult, error) {
+	if reason == "" || actor == "" {
+		return CancelResult{}, domainerr.New("MISSING_FIELD", "cancelling a DNS cycle needs a reason and an actor",
+			map[string]any{"field": map[bool]string{true: "reason", false: "actor"}[reason == ""]})
+	}
+	if err := s.gate.CheckWritable(ctx, tx); err != nil {
+		return CancelResult{}, err
+	}
+	c, err := GetInTx(ctx, tx, cycleID)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	switch c.State {
+	case StateCancelled:
+		return CancelResult{Cycle: c}, nil
+	case StateHoldActive:
+	default:
+		return CancelResult{}, domainerr.New("INVALID_STATE", "only a held DNS cycle can be cancelled", map[string]any{"cycle_id": cycleID, "state": c.State})
+	}
+	now := clock.Stamp(s.clk.Now())
+	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE DnsCycles SET state = 'CANCELLED', igs_mode = 'NORMAL',
+		public_message_id = NULL, updated_at = ? WHERE cycle_id = ? AND state = 'HOLD_ACTIVE'`, now, cycleID))
+	if err != nil {
+		return CancelResult{}, fmt.Errorf("dns: cancel %s: %w", cycleID, err)
+	}
+	if !ok {
+		return CancelResult{}, domainerr.New("CONCURRENCY_CONFLICT", "DNS cycle changed during cancel", map[string]any{"cycle_id": cycleID})
+	}
+	owner := lane.CycleOwner(cycleID)
+	rows, err := tx.QueryContext(ctx, `SELECT txid FROM Transactions WHERE dns_cycle_id = ? AND owner = ? ORDER BY txid`, cycleID, owner)
+	if err != nil {
+		return CancelResult{}, fmt.Errorf("dns: transactions of %s: %w", cycleID, err)
+	}
+	var txids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return CancelResult{}, fmt.Errorf("dns: transactions of %s: %w", cycleID, err)
+		}
+		txids = append(txids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return CancelResult{}, fmt.Errorf("dns: transactions of %s: %w", cycleID, err)
+	}
+	res, err := tx.ExecContext(ctx, cancelReleaseSQL, cycleID, owner)
+	if err != nil {
+		return CancelResult{}, fmt.Errorf("dns: hand back %s: %w", cycleID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || int(n) != len(txids) {
+		return CancelResult{}, fmt.Errorf("dns: hand back %s: %d of %d rows (%v)", cycleID, n, len(txids), err)
+	}
+	if txids == nil {
+		txids = []string{}
+	}
+	if _, err := s.appendCycleEvent(ctx, tx, cycleID, finality.DnsCycleCancelled, StateHoldActive, StateCancelled, map[string]any{
+		"cycle_id": cycleID, "reason": reason, "actor": actor, "public_message_id": c.PublicMessageID,
+		"hold_causing_participants": c.HoldCausing, "tx_count": len(txids), "txids": txids,
+		"owner_from": owner, "owner_to": lane.OwnerZC,
+	}); err != nil {
+		return CancelResult{}, err
+	}
+	next, _, err := s.OpenCycleInTx(ctx, tx, c.BusinessDate, c.Currency)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	s.logger.WarnContext(ctx, "dns.cycle_cancelled", "cycle_id", cycleID, "tx_count", len(txids), "actor", actor, "next_cycle_id", next.CycleID)
+	c, err = GetInTx(ctx, tx, cycleID)
+	return CancelResult{Cycle: c, Applied: true, Released: txids, Next: next}, err
+}
+
+// Cancel is CancelInTx in its own write transaction.
+func (s *Service) Cancel(ctx context.Context, cycleID, reason, actor string) (r CancelResult, err error) {
+	err = s.db.Write(ctx, func(tx *store.Tx) error {
+		r, err = s.CancelInTx(ctx, tx, cycleID, reason, actor)
+		return err
+	})
+	return r, err
 }

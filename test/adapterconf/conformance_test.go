@@ -358,7 +358,7 @@ var specCases = []conformanceCase{
 			t.Fatalf("after debit: %d", e.coreBalance("h:a"))
 		}
 		// The payee leg failed downstream: compensate.
-		c := check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestID: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
+		c := check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestIDValue: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
 		e.settle()
 		if e.coreBalance("h:a") != 10_000 {
 			t.Fatalf("net effect %d, want zero", e.coreBalance("h:a")-10_000)
@@ -377,7 +377,7 @@ var specCases = []conformanceCase{
 		e.account("h:a", "SATO HANAKO", 10_000)
 		e.core.SetOffline(true)
 		check[bankapi.ExecuteResponse](t)(e.a.ExecuteDebit(e.ctx, debitHV("d1", "TX-1", "h:a", 2500)))
-		check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestID: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
+		check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestIDValue: "c1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
 		e.drain()
 		e.core.SetOffline(false)
 		e.settle()
@@ -394,7 +394,7 @@ var specCases = []conformanceCase{
 		check[bankapi.ExecuteResponse](t)(e.a.ExecuteDebit(e.ctx, debitHV("d1", "TX-1", "h:a", 800)))
 		noErr(t, e.core.AdjustBalanceOutOfBand(e.ctx, e.coreAcc["h:a"], -500))
 		e.drain()
-		_, err := e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestID: "c1", TxID: "TX-1"})
+		_, err := e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestIDValue: "c1", TxID: "TX-1"})
 		wantCode(t, err, "STATE_GUARD")
 		if n := len(e.rows(outbox.Filter{TxID: "TX-1"})); n != 1 {
 			t.Fatalf("%d rows: a reversal was queued for a debit the core never applied", n)

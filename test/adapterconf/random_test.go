@@ -210,7 +210,7 @@ func (s *schedule) op() {
 			return
 		}
 		tx := s.lastTx
-		req := adapter.CompensateRequest{RequestID: s.next("R"), TxID: tx, Reason: "EXEC_CREDIT_FAILED"}
+		req := adapter.CompensateRequest{RequestIDValue: s.next("R"), TxID: tx, Reason: "EXEC_CREDIT_FAILED"}
 		s.last = func() error { _, err := e.a.Compensate(e.ctx, req); return err }
 		if err := s.last(); err != nil {
 			s.fail("compensate %s: %v", tx, err)

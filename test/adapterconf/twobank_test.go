@@ -41,7 +41,7 @@ var twoBankCases = []conformanceCase{
 		// The payee leg fails downstream: the payee bank has no such account.
 		_, err := p.a.ExecuteCredit(e.ctx, credit("c1", "TX-1", "h:closed", 3000))
 		wantCode(t, err, "ACCOUNT_NOT_FOUND")
-		check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestID: "comp-1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
+		check[adapter.CompensateResponse](t)(e.a.Compensate(e.ctx, adapter.CompensateRequest{RequestIDValue: "comp-1", TxID: "TX-1", Reason: "EXEC_CREDIT_FAILED"}))
 		e.settle()
 		if a, b := e.coreBalance("h:a"), p.coreBalance("h:b"); a != 10_000 || b != 500 {
 			t.Fatalf("payer core %d (want 10000), payee core %d (want 500)", a, b)

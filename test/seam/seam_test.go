@@ -314,7 +314,7 @@ func TestSeamRoundTrips(t *testing.T) {
 				t.Fatalf("response %+v", r)
 			}
 			// The receiver recorded it: the settled debit can no longer be compensated.
-			_, err := e.n.Banks["001"].Adapter.Compensate(e.ctx, adapter.CompensateRequest{RequestID: "comp-1", TxID: "TX-SEAM-2", Reason: "seam"})
+			_, err := e.n.Banks["001"].Adapter.Compensate(e.ctx, adapter.CompensateRequest{RequestIDValue: "comp-1", TxID: "TX-SEAM-2", Reason: "seam"})
 			if domainerr.Code(err) != "STATE_GUARD" {
 				t.Fatalf("compensate after debit-settled: %v", err)
 			}
