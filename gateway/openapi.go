@@ -71,7 +71,15 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
 
-func buildOpenAPI(table []route) map[string]any {
+// openAPIDoc orders the document's top level as readers expect.
+type openAPIDoc struct {
+	OpenAPI    string                    `json:"openapi"`
+	Info       map[string]any            `json:"info"`
+	Paths      map[string]map[string]any `json:"paths"`
+	Components map[string]any            `json:"components"`
+}
+
+func buildOpenAPI(table []route) openAPIDoc {
 	g := newSchemaGen()
 	errRef := g.ref(reflect.TypeFor[domainerr.Body]())
 	paths := map[string]map[string]any{}
@@ -93,13 +101,13 @@ func buildOpenAPI(table []route) map[string]any {
 	}
 	errResp := map[string]any{"description": "the catalog error body (spec 004 エラーカタログ)",
 		"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}
-	return map[string]any{
-		"openapi": "3.1.0",
-		"info": map[string]any{"title": "zcgw gateway", "version": SchemaCurrent,
+	return openAPIDoc{
+		OpenAPI: "3.1.0",
+		Info: map[string]any{"title": "zcgw gateway", "version": SchemaCurrent,
 			"description": "Every route of the zcgw gateway: /api, the bank ingress, /internal and the probes. " +
 				"Generated from the gateway's route table and the Go types of its bodies (docs/gateway.md)."},
-		"paths": paths,
-		"components": map[string]any{
+		Paths: paths,
+		Components: map[string]any{
 			"schemas":   g.components,
 			"responses": map[string]any{"Error": errResp},
 			"securitySchemes": map[string]any{
