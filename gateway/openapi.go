@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +83,15 @@ type openAPIDoc struct {
 func buildOpenAPI(table []route) openAPIDoc {
 	g := newSchemaGen()
 	errRef := g.ref(reflect.TypeFor[domainerr.Body]())
+	// The error body's codes and categories are closed sets: the catalog.
+	errProps := g.components[errorComponent].(map[string]any)["properties"].(map[string]any)
+	codes := []string{domainerr.InternalReasonCode}
+	for c := range domainerr.Codes() {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	errProps["reason_code"] = map[string]any{"type": "string", "enum": slices.Compact(codes)}
+	errProps["category"] = map[string]any{"type": "string", "enum": domainerr.Categories}
 	paths := map[string]map[string]any{}
 	for _, r := range table {
 		if r.fallback {
