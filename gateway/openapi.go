@@ -70,6 +70,8 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	writeRaw(w, http.StatusOK, s.OpenAPI())
 }
 
+var requestIDHeader = map[string]any{"$ref": "#/components/headers/" + HeaderRequestID}
+
 var pathParamRE = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // openAPIDoc orders the document's top level as readers expect.
@@ -109,7 +111,11 @@ func buildOpenAPI(table []route) openAPIDoc {
 			paths[p][strings.ToLower(method)] = g.operation(method, p, o)
 		}
 	}
-	errResp := map[string]any{"description": "the catalog error body (spec 004 エラーカタログ)",
+	errResp := map[string]any{"description": "the catalog error body (spec 004 エラーカタログ); request_id equals X-Request-Id",
+		"headers": map[string]any{
+			HeaderRequestID: requestIDHeader,
+			"Retry-After":   map[string]any{"$ref": "#/components/headers/Retry-After"},
+		},
 		"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}
 	return openAPIDoc{
 		OpenAPI: "3.1.0",
@@ -120,6 +126,14 @@ func buildOpenAPI(table []route) openAPIDoc {
 		Components: map[string]any{
 			"schemas":   g.components,
 			"responses": map[string]any{"Error": errResp},
+			"headers": map[string]any{
+				HeaderRequestID: map[string]any{"required": true, "schema": map[string]any{"type": "string", "minLength": 1},
+					"description": "the request's id: the client's when usable, else req-<uuid> (every response)"},
+				"Retry-After": map[string]any{"schema": map[string]any{"type": "string"},
+					"description": "seconds; on retryable errors (RATE_LIMIT, DOWNSTREAM, TIMEOUT)"},
+				"Idempotent-Replayed": map[string]any{"schema": map[string]any{"type": "string", "enum": []string{"true"}},
+					"description": "the stored answer of an earlier request with the same idempotency key"},
+			},
 			"securitySchemes": map[string]any{
 				"apiKey":     map[string]any{"type": "apiKey", "in": "header", "name": "X-Api-Key"},
 				"bearer":     map[string]any{"type": "http", "scheme": "bearer"},
@@ -181,7 +195,11 @@ func (g *schemaGen) operation(method, path string, o op) map[string]any {
 		if desc == "" {
 			desc = http.StatusText(r.status)
 		}
-		responses[strconv.Itoa(r.status)] = map[string]any{"description": desc, "content": content}
+		headers := map[string]any{HeaderRequestID: requestIDHeader}
+		if r.replay {
+			headers["Idempotent-Replayed"] = map[string]any{"$ref": "#/components/headers/Idempotent-Replayed"}
+		}
+		responses[strconv.Itoa(r.status)] = map[string]any{"description": desc, "headers": headers, "content": content}
 	}
 	errs := append([]int(nil), o.errors...)
 	sort.Ints(errs)

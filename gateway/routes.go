@@ -79,6 +79,7 @@ type response struct {
 	body        any
 	open        bool
 	text        bool
+	replay      bool // carries Idempotent-Replayed: true
 }
 
 var (
@@ -123,7 +124,7 @@ func (s *Server) routeTable() []route {
 			auth:    authParticipant, request: TransferRequest{},
 			params: []param{{name: "Idempotency-Key", in: "header", description: "used when the body has no idempotency_key"}},
 			responses: []response{{status: 201, description: "accepted", body: orchestrator.SubmitResult{}},
-				{status: 200, description: "replay of the same key and body (Idempotent-Replayed: true)", body: orchestrator.SubmitResult{}}},
+				{status: 200, description: "replay of the same key and body (Idempotent-Replayed: true)", body: orchestrator.SubmitResult{}, replay: true}},
 			errors: []int{400, 401, 403, 409, 415, 422, 502, 503}}}},
 		{pattern: "GET /api/transactions", handler: s.perimeter(s.query(listRoute, s.listTransactions)), ops: []op{{
 			summary: "The operator's transaction feed, newest first", auth: authOperator,
