@@ -110,10 +110,6 @@ type (
 	Health struct {
 		Status string `json:"status"`
 	}
-	// BOJPositions is GET /internal/boj-positions (jobs/dns writes it).
-	BOJPositions struct {
-		Positions []dns.Account `json:"positions"`
-	}
 )
 
 // routeTable is every route of s, in registration order.
@@ -212,7 +208,7 @@ func (s *Server) routeTable() []route {
 			}},
 			route{pattern: "GET /internal/boj-positions", handler: s.cron(s.cfg.DNS.ServeHTTP), ops: []op{{
 				summary: "BOJ current-account positions", auth: authCron,
-				responses: []response{{status: 200, body: BOJPositions{}}}, errors: []int{403}}}})
+				responses: []response{{status: 200, body: dns.PositionsResponse{}}}, errors: []int{403}}}})
 	}
 	return append(t,
 		route{pattern: "/internal/", handler: s.cron(s.notFound), fallback: true},
