@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
@@ -175,5 +177,41 @@ func TestOpenAPIServedWithoutCredentials(t *testing.T) {
 	doc := loadOpenAPI(t, r.body)
 	if doc.Paths.Find("/api/transfers") == nil || doc.Components.Schemas[errorComponent] == nil {
 		t.Errorf("served document lacks /api/transfers or the error component")
+	}
+}
+
+// TestOpenAPITimeoutSweepWithoutRunner: the route a node never registers
+// (POST /internal/cron/timeout-sweep, only without a job runner) answers
+// what the document says, validated by kin-openapi like the node's routes
+// in gateway/node TestOpenAPIResponsesOfARealNode.
+func TestOpenAPITimeoutSweepWithoutRunner(t *testing.T) {
+	f := newFixture(t, nil)
+	doc := loadOpenAPI(t, f.srv.OpenAPI())
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		hdr    map[string]string
+		status int
+	}{{map[string]string{HeaderCronSecret: cron}, 200}, {nil, 403}} {
+		r := f.do("POST", "/internal/cron/timeout-sweep", c.hdr, "")
+		if r.status != c.status {
+			t.Fatalf("timeout-sweep: %d %s, want %d", r.status, r.body, c.status)
+		}
+		req := httptest.NewRequest("POST", "/internal/cron/timeout-sweep", nil)
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if route.Path != "/internal/cron/timeout-sweep" || route.Operation.Responses.Status(r.status) == nil {
+			t.Fatalf("the document routes it to %s without status %d", route.Path, r.status)
+		}
+		in := &openapi3filter.ResponseValidationInput{RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status: r.status, Header: r.header, Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+		in.SetBodyBytes(r.body)
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Errorf("%d %s does not match the document: %v", r.status, r.body, err)
+		}
 	}
 }
