@@ -156,7 +156,7 @@ func writeErrorBody(w http.ResponseWriter, requestID string, status int, err err
 	if details == nil {
 		details = map[string]any{}
 	}
-	body := bankapi.ErrorBody{Error: de.Message, ReasonCode: de.Code, Category: string(de.Category), Details: details, RequestID: requestID}
+	body := bankapi.ErrorBody{Error: de.Message, ReasonCode: de.Code, Category: de.Category, Details: details, RequestID: requestID}
 	w.Header().Set("Content-Type", "application/json")
 	if de.Retryable() {
 		w.Header().Set("Retry-After", "1")

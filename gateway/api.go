@@ -191,7 +191,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, sub subject, 
 	if out == nil {
 		out = []Event{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"txid": v.TxID, "events": out})
+	writeJSON(w, http.StatusOK, EventsResponse{TxID: v.TxID, Events: out})
 }
 
 // VerifyResponse is GET /api/transactions/{txid}/verify.
@@ -258,7 +258,7 @@ func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request, _ subj
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"transactions": out})
+	writeJSON(w, http.StatusOK, TransactionsResponse{Transactions: out})
 }
 
 // Bank is one entry of the public GET /api/banks.
@@ -281,7 +281,7 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 	for _, p := range ps {
 		out = append(out, Bank{BankID: p.BankID, BankName: p.BankName, IsActive: p.IsActive, ParticipationMode: p.ParticipationMode})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"banks": out})
+	writeJSON(w, http.StatusOK, BanksResponse{Banks: out})
 }
 
 func (s *Server) participants() *participants.Registry {
@@ -300,7 +300,7 @@ func (s *Server) listParticipants(w http.ResponseWriter, r *http.Request, _ subj
 	if ps == nil {
 		ps = []participants.Participant{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"participants": ps})
+	writeJSON(w, http.StatusOK, ParticipantsResponse{Participants: ps})
 }
 
 func (s *Server) getParticipant(w http.ResponseWriter, r *http.Request, _ subject, _ *orchestrator.View) {

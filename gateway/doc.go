@@ -9,6 +9,11 @@
 // and translates HTTP into coordinator and adapter calls. Every response
 // carries X-Request-Id; every error uses the catalog's JSON shape.
 //
+// Every route is one entry of routeTable (routes.go), from which both the
+// mux and the OpenAPI 3.1 document served at GET /api/openapi.json are
+// built; the document's schemas are generated from the Go types of the
+// bodies (openapi_schema.go). docs/gateway.md says how to add a route.
+//
 // It must not hold business state of its own or write coordinator tables
 // directly: every state change goes through the coordinator's primitives
 // (orchestrator.Submit, participants.Registry, the sysmode Controller for

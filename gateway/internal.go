@@ -104,6 +104,23 @@ type labelled struct {
 	Count  int64             `json:"count"`
 }
 
+// MetricsJSON is GET /internal/metrics?format=json.
+type MetricsJSON struct {
+	HTTPRequests             []requestCount `json:"http_requests"`
+	Transactions             []labelled     `json:"transactions"`
+	QueueItems               []labelled     `json:"queue_items"`
+	AccessAuditWriteFailures int64          `json:"access_audit_write_failures"`
+	IngressSignatureFailures int64          `json:"ingress_signature_failures"`
+	IngressBodiesShed        int64          `json:"ingress_bodies_shed"`
+	DB                       MetricsDB      `json:"db"`
+}
+
+// MetricsDB is MetricsJSON.db: the coordinator database's counters.
+type MetricsDB struct {
+	Statements int64 `json:"statements"`
+	Commits    int64 `json:"commits"`
+}
+
 // serveMetrics is GET /internal/metrics: the Prometheus text format
 // (version 0.0.4) by default, JSON with ?format=json. It reports the
 // gateway's own counters plus read-only projections of the authoritative
@@ -156,11 +173,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 			}
 			return out
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"http_requests": reqs, "transactions": lab(txs, "lane", "state"), "queue_items": lab(queue, "kind", "status"),
-			"access_audit_write_failures": m.auditFailures.Load(), "ingress_signature_failures": m.signatureFailures.Load(),
-			"ingress_bodies_shed": m.bodiesShed.Load(),
-			"db":                  map[string]int64{"statements": st.Statements, "commits": st.Commits},
+		writeJSON(w, http.StatusOK, MetricsJSON{
+			HTTPRequests: reqs, Transactions: lab(txs, "lane", "state"), QueueItems: lab(queue, "kind", "status"),
+			AccessAuditWriteFailures: m.auditFailures.Load(), IngressSignatureFailures: m.signatureFailures.Load(),
+			IngressBodiesShed: m.bodiesShed.Load(), DB: MetricsDB{Statements: st.Statements, Commits: st.Commits},
 		})
 		return
 	}

@@ -64,7 +64,7 @@ func (s *Server) modes() *sysmode.Controller {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+	writeJSON(w, http.StatusOK, Health{Status: "alive"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

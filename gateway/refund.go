@@ -39,16 +39,34 @@ type RefundBody struct {
 	Note        string `json:"note,omitempty"`
 }
 
-// refundRoutes mounts POST (decide and send) and GET (show) of
+// refundRoutes are POST (decide and send) and GET (show) of
 // /internal/transfers/{txid}/refund, and misrecord-correct, behind the
-// internal credential.
-func (s *Server) refundRoutes(mux *http.ServeMux) {
-	s.misrecordRoutes(mux)
+// internal credential, for a coordinator that offers them.
+func (s *Server) refundRoutes() []route {
+	var t []route
+	if c, ok := s.cfg.Coordinator.(Corrector); ok {
+		t = append(t, route{pattern: "POST /internal/transfers/{txid}/misrecord-correct", handler: s.cron(s.jsonBody(s.misrecordCorrect(c))), ops: []op{{
+			summary: "Correct a misrecorded field of a transfer before it settles (spec 004 misrecord-correct)", auth: authCron,
+			request: MisrecordBody{}, responses: []response{{status: 200, body: orchestrator.Correction{}}},
+			errors: []int{400, 403, 404, 409, 415, 422}}}})
+	}
 	rf, ok := s.cfg.Coordinator.(Refunder)
 	if !ok {
-		return
+		return t
 	}
-	mux.HandleFunc("POST /internal/transfers/{txid}/refund", s.cron(s.jsonBody(func(w http.ResponseWriter, r *http.Request) {
+	return append(t,
+		route{pattern: "POST /internal/transfers/{txid}/refund", handler: s.cron(s.jsonBody(s.postRefund(rf))), ops: []op{{
+			summary: "Refund the payer of a transfer whose credit failed, exactly once through the payer bank's outbox", auth: authCron,
+			request: RefundBody{}, responses: []response{{status: 200, description: "the refund's record (already finished)", body: orchestrator.Reversal{}},
+				{status: 202, description: "decided; the REFUND work item finishes it", body: orchestrator.Reversal{}}},
+			errors: []int{400, 403, 404, 409, 415, 422}}}},
+		route{pattern: "GET /internal/transfers/{txid}/refund", handler: s.cron(s.getRefund(rf)), ops: []op{{
+			summary: "A transfer's refund record", auth: authCron,
+			responses: []response{{status: 200, body: orchestrator.Reversal{}}}, errors: []int{403, 404}}}})
+}
+
+func (s *Server) postRefund(rf Refunder) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)
 		if err != nil {
 			writeError(w, r, err)
@@ -70,25 +88,22 @@ func (s *Server) refundRoutes(mux *http.ServeMux) {
 			status = http.StatusAccepted // decided; the REFUND work item finishes it
 		}
 		writeJSON(w, status, rev)
-	})))
-	mux.HandleFunc("GET /internal/transfers/{txid}/refund", s.cron(func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+func (s *Server) getRefund(rf Refunder) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		rev, err := rf.Reversal(r.Context(), r.PathValue("txid"))
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, rev)
-	}))
+	}
 }
 
-// misrecordRoutes mounts POST /internal/transfers/{txid}/misrecord-correct
-// behind the internal credential.
-func (s *Server) misrecordRoutes(mux *http.ServeMux) {
-	c, ok := s.cfg.Coordinator.(Corrector)
-	if !ok {
-		return
-	}
-	mux.HandleFunc("POST /internal/transfers/{txid}/misrecord-correct", s.cron(s.jsonBody(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) misrecordCorrect(c Corrector) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)
 		if err != nil {
 			writeError(w, r, err)
@@ -106,7 +121,7 @@ func (s *Server) misrecordRoutes(mux *http.ServeMux) {
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
-	})))
+	}
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,6 +119,9 @@ type Server struct {
 	bodySlots chan struct{}
 	// uiHosts is the set of Host values the unauthenticated UI accepts.
 	uiHosts atomic.Pointer[map[string]bool]
+	// openapiDoc is OpenAPI()'s document, built once.
+	openapiOnce sync.Once
+	openapiDoc  []byte
 }
 
 // New builds a Server.
@@ -168,47 +172,6 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the gateway's http.Handler.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-func (s *Server) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	// /api
-	mux.HandleFunc("POST /api/transfers", s.perimeter(s.jsonBody(s.postTransfer)))
-	mux.HandleFunc("GET /api/transactions", s.perimeter(s.query(listRoute, s.listTransactions)))
-	mux.HandleFunc("GET /api/transactions/{txid}", s.perimeter(s.query(txRoute, s.getTransaction)))
-	mux.HandleFunc("GET /api/transactions/{txid}/events", s.perimeter(s.query(txRoute, s.getEvents)))
-	mux.HandleFunc("GET /api/transactions/{txid}/verify", s.perimeter(s.query(txRoute, s.verifyChain)))
-	mux.HandleFunc("GET /api/banks", s.perimeter(s.listBanks))
-	mux.HandleFunc("GET /api/participants", s.perimeter(s.query(listRoute, s.listParticipants)))
-	mux.HandleFunc("GET /api/participants/{bank_id}", s.perimeter(s.query(operatorRoute, s.getParticipant)))
-	mux.HandleFunc("POST /api/participants", s.perimeter(s.operatorOnly(s.jsonBody(s.createParticipant))))
-	mux.HandleFunc("PUT /api/participants/{bank_id}", s.perimeter(s.operatorOnly(s.jsonBody(s.updateParticipant))))
-	mux.HandleFunc("/api/", s.perimeter(s.notFound))
-	// bank ingress
-	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
-	// probes (no credentials: they carry no business data)
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	// internal
-	mux.HandleFunc("GET /internal/metrics", s.cron(s.serveMetrics))
-	mux.HandleFunc("GET /internal/system-mode", s.cron(s.getSystemMode))
-	mux.HandleFunc("POST /internal/system-mode/bcp-activate", s.cron(s.setBCP))
-	mux.HandleFunc("POST /internal/system-mode/bcp-deactivate", s.cron(s.setBCP))
-	mux.HandleFunc("POST /internal/system-mode/quorum-report", s.cron(s.quorumReport))
-	if s.cfg.Jobs == nil {
-		// With a job runner, timeout-sweep is one of its jobs (recorded in
-		// the job ledger like every /internal/cron/{job} run).
-		mux.HandleFunc("POST /internal/cron/timeout-sweep", s.cron(s.timeoutSweep))
-	}
-	mux.HandleFunc("POST /internal/cron/{job}", s.cron(s.jobs))
-	if s.cfg.DNS != nil {
-		mux.Handle("POST /internal/dns/{action}", s.cron(s.cfg.DNS.ServeHTTP))
-		mux.Handle("GET /internal/boj-positions", s.cron(s.cfg.DNS.ServeHTTP))
-	}
-	s.refundRoutes(mux)
-	mux.HandleFunc("/internal/", s.cron(s.notFound))
-	mux.HandleFunc("/", s.notFound)
-	return mux
-}
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, r, errNotFoundRoute(r))

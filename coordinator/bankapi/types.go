@@ -1,5 +1,7 @@
 package bankapi
 
+import "github.com/zcgw/zcgw/coordinator/domainerr"
+
 // MaxAmountValue is the input-boundary safety net on amount.value (spec
 // 004: 1 trillion minor units); larger values are INVALID_AMOUNT.
 const MaxAmountValue int64 = 1_000_000_000_000
@@ -325,11 +327,7 @@ type BankResponse struct {
 // CleanupBankRequest has no body.
 type CleanupBankRequest struct{}
 
-// ErrorBody is the catalog JSON shape of every error response (spec 004).
-type ErrorBody struct {
-	Error      string         `json:"error"`
-	ReasonCode string         `json:"reason_code"`
-	Category   string         `json:"category"`
-	Details    map[string]any `json:"details"`
-	RequestID  string         `json:"request_id"`
-}
+// ErrorBody is the catalog JSON shape of every error response (spec 004):
+// domainerr.Body, the one declaration of it (the gateway's OpenAPI
+// document has one error component).
+type ErrorBody = domainerr.Body

@@ -115,6 +115,11 @@ func settleResponse(r SettleResult) SettleResponse {
 		PublicMessageID: r.Cycle.PublicMessageID, Shortfalls: r.Shortfalls, Postings: r.Postings}
 }
 
+// PositionsResponse is the answer of GET /internal/boj-positions.
+type PositionsResponse struct {
+	Positions []Account `json:"positions"`
+}
+
 // Handler serves POST /internal/dns/kick, /settle, /intraday-cutoff,
 // /resume, /fund, /cancel and GET /internal/boj-positions. It checks no credentials: the
 // gateway mounts it behind its internal-API check.
@@ -222,7 +227,7 @@ func (s *Service) Handler() http.Handler {
 		if acc == nil {
 			acc = []Account{}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"positions": acc})
+		writeJSON(w, http.StatusOK, PositionsResponse{Positions: acc})
 	})
 	return mux
 }
