@@ -436,6 +436,32 @@ func (o *Outbox) Counts(ctx context.Context) (map[Status]int, error) {
 	return out, nil
 }
 
+// OpenStatuses are the statuses the metrics report per bank: postings
+// waiting (PENDING), in flight (CLAIMED), unanswered (IN_DOUBT) and
+// refused by the core (BLOCKED).
+var OpenStatuses = []Status{Pending, Claimed, InDoubt, Blocked}
+
+// OpenCounts returns how many postings are in each of OpenStatuses, 0 for
+// an empty status. Each count is a range of the (status, id) index, so it
+// does not grow with the APPLIED history.
+func (o *Outbox) OpenCounts(ctx context.Context) (map[Status]int64, error) {
+	out := make(map[Status]int64, len(OpenStatuses))
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		for _, s := range OpenStatuses {
+			var n int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox WHERE status = ?`, string(s)).Scan(&n); err != nil {
+				return err
+			}
+			out[s] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open counts: %w", err)
+	}
+	return out, nil
+}
+
 func init() {
 	// The outbox's rows are an entity of EntityStateLog (spec 003): its
 	// status changes are guarded UPDATEs made here, logged with
