@@ -23,4 +23,3 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Jobs.ServeHTTP(w, r)
 }
-

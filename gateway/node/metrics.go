@@ -1,0 +1,75 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zcgw/zcgw/adapter/corelink"
+	"github.com/zcgw/zcgw/gateway"
+	"github.com/zcgw/zcgw/jobs/ledger"
+)
+
+// collectors are the node's gauges besides the gateway's own (docs/gateway.md):
+// each bank's open outbox postings by status, each core link's queue
+// depths, and each job's last run. All are read at scrape time.
+func (n *Node) collectors(led *ledger.Ledger) []prometheus.Collector {
+	banks := n.Config.Banks
+	return []prometheus.Collector{gateway.NewScrapeCollector(
+		gateway.ScrapeGauge{Name: "zcgw_outbox_postings", Help: "Core postings not yet applied, by bank and status (PENDING, CLAIMED, IN_DOUBT, BLOCKED).",
+			Labels: []string{"bank", "status"}, Read: func(ctx context.Context) (out []gateway.Sample, err error) {
+				for _, bc := range banks {
+					counts, err := n.Banks[bc.BankID].Adapter.Outbox().OpenCounts(ctx)
+					if err != nil {
+						return nil, err
+					}
+					for s, c := range counts {
+						out = append(out, gateway.Sample{Labels: []string{bc.BankID, string(s)}, Value: float64(c)})
+					}
+				}
+				return out, nil
+			}},
+		gateway.ScrapeGauge{Name: "zcgw_mq_queue_depth", Help: "Messages on each core link's MQ queue (MQINQ CURDEPTH).",
+			Labels: []string{"bank", "queue"}, Read: func(ctx context.Context) (out []gateway.Sample, err error) {
+				for _, bc := range banks {
+					ds, err := n.Banks[bc.BankID].Link.Depths(ctx)
+					if errors.Is(err, corelink.ErrNoDepth) {
+						continue
+					}
+					if err != nil {
+						return nil, err
+					}
+					for _, d := range ds {
+						out = append(out, gateway.Sample{Labels: []string{bc.BankID, d.Queue}, Value: float64(d.Depth)})
+					}
+				}
+				return out, nil
+			}},
+		gateway.ScrapeGauge{Name: "zcgw_job_last_run", Help: "Each job's last run: 1 for its status (STARTED, COMPLETED, FAILED), 0 for the others.",
+			Labels: []string{"job", "status"}, Read: func(ctx context.Context) (out []gateway.Sample, err error) {
+				runs, err := led.LastRuns(ctx)
+				for _, r := range runs {
+					for _, s := range []ledger.Status{ledger.Started, ledger.Completed, ledger.Failed} {
+						out = append(out, gateway.Sample{Labels: []string{r.Job, string(s)}, Value: b2f(r.Status == s)})
+					}
+				}
+				return out, err
+			}},
+		gateway.ScrapeGauge{Name: "zcgw_job_last_run_started_seconds", Help: "Start of each job's last run (Unix seconds).",
+			Labels: []string{"job"}, Read: func(ctx context.Context) (out []gateway.Sample, err error) {
+				runs, err := led.LastRuns(ctx)
+				for _, r := range runs {
+					out = append(out, gateway.Sample{Labels: []string{r.Job}, Value: float64(r.StartedAt.Unix())})
+				}
+				return out, err
+			}},
+	)}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
