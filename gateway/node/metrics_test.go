@@ -118,7 +118,7 @@ func TestMetricsGaugesFromARealNode(t *testing.T) {
 		`zcgw_cases_open{status="IN_PROGRESS"} 0`,
 		`zcgw_job_last_run{job="jobs-ledger-prune",status="COMPLETED"} 1`,
 		`zcgw_job_last_run{job="jobs-ledger-prune",status="FAILED"} 0`,
-		`zcgw_job_last_run_started_seconds{job="jobs-ledger-prune"} `+strconv.FormatFloat(float64(t0.Unix()), 'g', -1, 64),
+		`zcgw_job_last_run_started_seconds{job="jobs-ledger-prune"} ` + strconv.FormatFloat(float64(t0.Unix()), 'g', -1, 64),
 		fmt.Sprintf(`zcgw_mq_queue_depth{bank="002",queue=%q} 3`, backout),
 		fmt.Sprintf(`zcgw_mq_queue_depth{bank="002",queue=%q} 0`, rq),
 		fmt.Sprintf(`zcgw_mq_queue_depth{bank="002",queue=%q} 0`, pq),
