@@ -72,6 +72,9 @@ type Config struct {
 	// (the node adds its outboxes, MQ queues, job ledger and event outbox);
 	// they are read at scrape time.
 	Collectors []prometheus.Collector
+	// CorePostings reads where each leg's posting stands at its bank's
+	// core for QueryResponse.core_posting (nil: the field is omitted).
+	CorePostings CorePostings
 	// FreshnessRed is PR-FRESHNESS-RED (default 60s).
 	FreshnessRed time.Duration
 	// Audit records access decisions (nil: AccessAuditLog in DB).

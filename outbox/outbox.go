@@ -436,6 +436,25 @@ func (o *Outbox) Counts(ctx context.Context) (map[Status]int, error) {
 	return out, nil
 }
 
+// PostingStatus is the status of the txid's latest posting of kind ("" when
+// the outbox holds none), read on the txid index: where that leg stands at
+// the core (APPLIED: landed; BLOCKED: refused).
+func (o *Outbox) PostingStatus(ctx context.Context, txid string, kind Kind) (Status, error) {
+	var s string
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT status FROM AdapterOutbox WHERE txid = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
+			txid, string(kind)).Scan(&s)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("outbox: posting status of %s %s: %w", txid, kind, err)
+	}
+	return Status(s), nil
+}
+
 // OpenStatuses are the statuses the metrics report per bank: postings
 // waiting (PENDING), in flight (CLAIMED), unanswered (IN_DOUBT) and
 // refused by the core (BLOCKED).

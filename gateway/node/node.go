@@ -327,7 +327,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
-		Ready: n.readyChecks(nonceDB, led.DB()), Collectors: n.collectors(led), FinalityLog: n.FinalityLog,
+		Ready: n.readyChecks(nonceDB, led.DB()), Collectors: n.collectors(led), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
 		Clock: opts.Clock, Logger: log,
 	})
 	if err != nil {

@@ -9,7 +9,11 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/jobs/ledger"
+	"github.com/zcgw/zcgw/outbox"
 )
+
+// The node's contributions to the gateway's read side: its metrics
+// collectors and the core posting status of QueryResponse.
 
 // collectors are the node's gauges besides the gateway's own (docs/gateway.md):
 // each bank's open outbox postings by status, each core link's queue
@@ -72,4 +76,17 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// corePostings is gateway.CorePostings over the banks' adapter outboxes:
+// a leg's posting status is read where it is true, in its bank's outbox.
+type corePostings struct{ n *Node }
+
+func (c corePostings) Status(ctx context.Context, bankID, txid, kind string) (string, error) {
+	b := c.n.Banks[bankID]
+	if b == nil { // a participant this node does not host: nothing to say
+		return "", nil
+	}
+	s, err := b.Adapter.Outbox().PostingStatus(ctx, txid, outbox.Kind(kind))
+	return string(s), err
 }
