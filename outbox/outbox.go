@@ -49,6 +49,8 @@ type Config struct {
 	Cases  CaseOpener  // nil: Cases are left for a later sweep with a CaseOpener
 	Clock  clock.Clock // nil: clock.System{}
 	Logger *slog.Logger
+	// Postings is told each posting's final status (nil: nobody is).
+	Postings PostingReporter
 	// Actor is written to EntityStateLog for automatic transitions, e.g.
 	// "BANK_001". Default "SYSTEM".
 	Actor string
@@ -127,6 +129,7 @@ type Outbox struct {
 	db       *store.DB
 	core     Core
 	cases    CaseOpener
+	postings PostingReporter
 	clk      clock.Clock
 	log      *slog.Logger
 	actor    string
@@ -148,7 +151,7 @@ func New(cfg Config) (*Outbox, error) {
 	if err := cfg.timing(); err != nil {
 		return nil, err
 	}
-	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, clk: cfg.Clock, log: cfg.Logger,
+	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, postings: cfg.Postings, clk: cfg.Clock, log: cfg.Logger,
 		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout}
 	if o.clk == nil {
 		o.clk = clock.System{}

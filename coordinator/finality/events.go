@@ -73,6 +73,10 @@ const (
 	GtidSuspended      EventType = "GtidSuspended"      // GT_* -> GT_SUSPENDED
 	GtidDecidedCancel  EventType = "GtidDecidedCancel"  // GT_* -> GT_DECIDED_CANCEL
 	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
+	// A leg's posting at its bank's core: landed, or refused by the core
+	// (no state change; state_from = state_to = the transfer's state).
+	CorePostingApplied EventType = "CorePostingApplied"
+	CorePostingBlocked EventType = "CorePostingBlocked"
 )
 
 var declared = map[EventType]bool{}
@@ -94,6 +98,7 @@ func init() {
 		HtlcAuthRequested, FinalityCosigned, WatcherEquivocationDetected,
 
 		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
+		CorePostingApplied, CorePostingBlocked,
 	} {
 		declared[e] = true
 	}

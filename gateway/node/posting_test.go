@@ -3,8 +3,11 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/zcgw/zcgw/coordinator/store"
 )
 
 // corePosting reads QueryResponse.core_posting of a transfer.
@@ -65,5 +68,55 @@ func TestQueryShowsEachLegsCorePosting(t *testing.T) {
 	n.waitPosting(t, refused, "BLOCKED", "APPLIED")
 	if got := n.coreBalance(t, "001", payerCore); got != 0 {
 		t.Errorf("refused payer core balance %d, want 0 (nothing posted)", got)
+	}
+	// Each leg's landing is an event on the transfer's chain, in the event
+	// outbox (for Kafka), once per posting.
+	n.waitPostingEvents(t, ok, map[string]string{"001/DEBIT": "CorePostingApplied", "002/CREDIT": "CorePostingApplied"})
+	n.waitPostingEvents(t, refused, map[string]string{"001/DEBIT": "CorePostingBlocked", "002/CREDIT": "CorePostingApplied"})
+	// The events do not make the read model look stale.
+	if f, _ := n.freshness(t, ok); f != "GREEN" {
+		t.Errorf("freshness after the posting events: %s", f)
+	}
+}
+
+// waitPostingEvents polls until the txid's chain holds exactly the want
+// core posting events ("bank/kind" -> event type), each also in the event
+// outbox.
+func (n *Node) waitPostingEvents(t *testing.T, txid string, want map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := map[string]string{}
+		var rows, outboxed int
+		if err := n.DB.Read(ctx, func(tx *store.Tx) error {
+			rs, err := tx.QueryContext(ctx, `SELECT json_extract(f.payload_json, '$.bank_id') || '/' || json_extract(f.payload_json, '$.kind'),
+				f.event_type, (SELECT COUNT(*) FROM EventOutbox e WHERE e.log_id = f.log_id)
+				FROM FinalityLog f WHERE f.txid = ? AND f.event_type LIKE 'CorePosting%'`, txid)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var k, typ string
+				var in int
+				if err := rs.Scan(&k, &typ, &in); err != nil {
+					return err
+				}
+				got[k] = typ
+				rows++
+				outboxed += in
+			}
+			return rs.Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rows == len(want) && outboxed == rows && fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s core posting events %v (%d rows, %d in the event outbox), want %v", txid, got, rows, outboxed, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -7,13 +7,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zcgw/zcgw/adapter/corelink"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/jobs/ledger"
 	"github.com/zcgw/zcgw/outbox"
 )
 
-// The node's contributions to the gateway's read side: its metrics
-// collectors and the core posting status of QueryResponse.
+// The node's contributions to the read side: its metrics collectors, the
+// core posting status of QueryResponse, and the posting reports that make
+// a leg's landing at the core an event.
 
 // collectors are the node's gauges besides the gateway's own (docs/gateway.md):
 // each bank's open outbox postings by status, each core link's queue
@@ -89,4 +92,23 @@ func (c corePostings) Status(ctx context.Context, bankID, txid, kind string) (st
 	}
 	s, err := b.Adapter.Outbox().PostingStatus(ctx, txid, outbox.Kind(kind))
 	return string(s), err
+}
+
+// postingReports is the adapters' outbox.PostingReporter: each posting's
+// final status at the core becomes a CorePostingApplied/Blocked event on
+// the transfer's chain (orchestrator.RecordCorePosting, idempotent per ref
+// and status). A posting whose txid the coordinator does not know (an
+// operator's posting outside any transfer) has no chain to land on: it is
+// logged and taken as reported.
+type postingReports struct{ n *Node }
+
+func (p postingReports) ReportPosting(ctx context.Context, r outbox.PostingReport) error {
+	_, err := p.n.Orchestrator.RecordCorePosting(ctx, orchestrator.CorePosting{TxID: r.Posting.TxID, BankID: r.Posting.Bank,
+		Kind: string(r.Posting.Kind), Ref: r.Posting.Ref, Amount: r.Posting.Amount, Status: string(r.Status),
+		CoreRef: r.CoreRef, ReasonCode: r.ReasonCode, CaseID: r.CaseID})
+	if domainerr.Has(err, "TX_NOT_FOUND") {
+		p.n.log.WarnContext(ctx, "node.posting_report_unknown_tx", "bank_id", r.Posting.Bank, "ref", r.Posting.Ref, "txid", r.Posting.TxID)
+		return nil
+	}
+	return err
 }
