@@ -69,7 +69,7 @@ type Config struct {
 	// and Kafka).
 	Ready []ReadyCheck
 	// Collectors are /internal/metrics' gauges besides the gateway's own
-	// (the node adds its outboxes, MQ queues, job ledger and event outbox);
+	// (the node adds its outboxes, MQ queues and job ledger);
 	// they are read at scrape time.
 	Collectors []prometheus.Collector
 	// CorePostings reads where each leg's posting stands at its bank's

@@ -3,8 +3,13 @@ package outbox
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 )
 
 // fakeReporter records reports; fail makes the next calls fail.
@@ -73,5 +78,45 @@ func TestReportMissingReportsEachFinalStatusOnce(t *testing.T) {
 		if rep.got[i] != want[i] {
 			t.Fatalf("reports %v, want %v", rep.got, want)
 		}
+	}
+}
+
+// An outbox file from before reports gains reported_status when New opens
+// it, with its finished postings taken as reported (history is not
+// announced again); a posting that finishes afterwards is reported.
+func TestOldOutboxFileGainsReportedStatus(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old := strings.Replace(Schema, "  applied_at    TEXT,\n  reported_status TEXT            -- the final status (APPLIED/BLOCKED) the PostingReporter last took\n",
+		"  applied_at    TEXT\n", 1)
+	if old == Schema {
+		t.Fatal("test cannot build the old schema")
+	}
+	db, err := store.Open(ctx, path, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterOutbox (ref, txid, bank, account, kind, amount, status, created_at, updated_at)
+			VALUES ('OLD-1', 'TX-OLD-1', '001', 'A', 'CREDIT', 5, 'APPLIED', ?, ?), ('OLD-2', 'TX-OLD-2', '001', 'A', 'CREDIT', 7, 'PENDING', ?, ?)`,
+			sortableStamp(t0), sortableStamp(t0), sortableStamp(t0), sortableStamp(t0))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rep := &fakeReporter{}
+	ob, err := New(Config{DB: db, Core: newCountingCore(nil), Clock: clock.NewManual(t0), Postings: rep})
+	if err != nil {
+		t.Fatalf("New on an old file: %v", err)
+	}
+	if n, err := ob.ReportMissing(ctx); err != nil || n != 0 {
+		t.Fatalf("history reported: %d %v", n, err)
+	}
+	if _, err := ob.Drain(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ob.ReportMissing(ctx); err != nil || n != 1 || len(rep.got) != 1 || rep.got[0] != "OLD-2 APPLIED" {
+		t.Fatalf("new landing: %d %v %v", n, err, rep.got)
 	}
 }
