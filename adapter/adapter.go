@@ -62,6 +62,9 @@ type Config struct {
 	// Cases opens real Cases (coordinator/cases) for BLOCKED postings and
 	// reconciliation drifts.
 	Cases outbox.CaseOpener
+	// Postings receives each posting's final status at the core (APPLIED
+	// or BLOCKED); nil: nobody is told (outbox.PostingReporter).
+	Postings outbox.PostingReporter
 	// RealTime is false for a bank whose core cannot answer name checks
 	// online; name-check then always returns DEFERRED.
 	RealTime bool
@@ -164,8 +167,8 @@ func New(db *store.DB, cfg Config) (*Adapter, error) {
 	if a.lease <= a.inqWait || a.lease >= idem.OrphanAge {
 		return nil, fmt.Errorf("%w: RequestLease %s, InquiryTimeout %s, idem.OrphanAge %s", ErrRequestLease, a.lease, a.inqWait, idem.OrphanAge)
 	}
-	ob, err := outbox.New(outbox.Config{DB: db, Core: cfg.Core, Cases: cfg.Cases, Clock: a.clk, Logger: cfg.Logger,
-		Actor: "BANK_" + cfg.BankID})
+	ob, err := outbox.New(outbox.Config{DB: db, Core: cfg.Core, Cases: cfg.Cases, Postings: cfg.Postings, Clock: a.clk,
+		Logger: cfg.Logger, Actor: "BANK_" + cfg.BankID})
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", cfg.BankID, err)
 	}

@@ -133,7 +133,16 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTransaction(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View) {
-	b, err := json.Marshal(NewQueryResponse(*v, s.cfg.FreshnessRed))
+	q := NewQueryResponse(*v, s.cfg.FreshnessRed)
+	if s.cfg.CorePostings != nil {
+		cp, err := corePosting(r.Context(), s.cfg.CorePostings, *v)
+		if err != nil {
+			writeError(w, r, fmt.Errorf("gateway: core posting of %s: %w", v.TxID, err))
+			return
+		}
+		q.CorePosting = cp
+	}
+	b, err := json.Marshal(q)
 	if err != nil {
 		writeError(w, r, fmt.Errorf("gateway: encode query response: %w", err))
 		return

@@ -274,12 +274,12 @@ func TestInternalRequiresCronSecret(t *testing.T) {
 	}
 	r := f.do("GET", "/internal/metrics", map[string]string{"X-Cron-Secret": cron}, "")
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") ||
-		!bytes.Contains(r.body, []byte(`zcgw_http_requests_total{route="GET /internal/metrics",method="GET",status="403"}`)) ||
-		!bytes.Contains(r.body, []byte("# TYPE zcgw_transactions gauge")) {
+		!bytes.Contains(r.body, []byte(`zcgw_http_requests_total{method="GET",route="GET /internal/metrics",status="403"} 3`)) ||
+		!bytes.Contains(r.body, []byte(`zcgw_cases_open{status="OPEN"} 0`)) {
 		t.Errorf("metrics: %s\n%s", ct, r.body)
 	}
 	j := f.do("GET", "/internal/metrics?format=json", map[string]string{"X-Cron-Secret": cron}, "")
-	if j.status != 200 || j.json(t)["http_requests"] == nil || j.json(t)["db"] == nil {
+	if j.status != 200 || j.json(t)["zcgw_http_requests_total"] == nil || j.json(t)["zcgw_db_statements_total"] == nil {
 		t.Errorf("json metrics: %d %s", j.status, j.body)
 	}
 	// Unset secret on the server: fail-closed, even for an empty header.

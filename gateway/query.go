@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -59,6 +60,56 @@ type QueryResponse struct {
 	PayerBankID              string         `json:"payer_bank_id"`
 	PayeeBankID              string         `json:"payee_bank_id"`
 	ExternalSettlementStatus string         `json:"external_settlement_status,omitempty"`
+	// CorePosting is where each leg stands at its bank's core (zcgw
+	// additive; set when Config.CorePostings is).
+	CorePosting *CorePosting `json:"core_posting,omitempty"`
+}
+
+// CorePosting is QueryResponse.core_posting: a is the payer's debit at the
+// payer bank's core, b the payee's credit at the payee bank's core. Each is
+// NONE (no posting queued), or the bank outbox's status of the posting:
+// PENDING, CLAIMED, IN_DOUBT or IN_FILE on its way, APPLIED (landed at the
+// core), BLOCKED (the core refused it: a Case is open), WRITTEN_OFF. It
+// tells "settled at ZC" (state SETTLED) from "landed at the core" (APPLIED).
+type CorePosting struct {
+	A string `json:"a"`
+	B string `json:"b"`
+}
+
+// Core posting kinds of CorePostings.Status: a debit leg or a credit leg.
+const (
+	PostingDebit  = "DEBIT"
+	PostingCredit = "CREDIT"
+)
+
+// PostingNone is a leg with no posting at its bank.
+const PostingNone = "NONE"
+
+// CorePostings is the port through which the gateway reads a leg's
+// posting status at a bank (the node routes it to that bank's adapter
+// outbox; the coordinator never reads the outbox). Status returns "" when
+// the bank holds no posting of that kind for the txid.
+type CorePostings interface {
+	Status(ctx context.Context, bankID, txid, kind string) (string, error)
+}
+
+// corePosting reads both legs of a transfer through the port.
+func corePosting(ctx context.Context, p CorePostings, v orchestrator.View) (*CorePosting, error) {
+	a, err := p.Status(ctx, v.PayerBankID, v.TxID, PostingDebit)
+	if err != nil {
+		return nil, err
+	}
+	b, err := p.Status(ctx, v.PayeeBankID, v.TxID, PostingCredit)
+	if err != nil {
+		return nil, err
+	}
+	none := func(s string) string {
+		if s == "" {
+			return PostingNone
+		}
+		return s
+	}
+	return &CorePosting{A: none(a), B: none(b)}, nil
 }
 
 // Execution is QueryResponse.execution: a is the payer's debit, b the

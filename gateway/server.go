@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
@@ -67,6 +69,13 @@ type Config struct {
 	// mode, which it always checks (the node adds its other databases, MQ
 	// and Kafka).
 	Ready []ReadyCheck
+	// Collectors are /internal/metrics' gauges besides the gateway's own
+	// (the node adds its outboxes, MQ queues and job ledger);
+	// they are read at scrape time.
+	Collectors []prometheus.Collector
+	// CorePostings reads where each leg's posting stands at its bank's
+	// core for QueryResponse.core_posting (nil: the field is omitted).
+	CorePostings CorePostings
 	// FreshnessRed is PR-FRESHNESS-RED (default 60s).
 	FreshnessRed time.Duration
 	// Audit records access decisions (nil: AccessAuditLog in DB).
@@ -156,8 +165,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUnauthenticatedBodies <= 0 {
 		cfg.MaxUnauthenticatedBodies = DefaultMaxUnauthenticatedBodies
 	}
-	s := &Server{cfg: cfg, clk: cfg.Clock, log: zclog.OrDiscard(cfg.Logger).With("component", "gateway"), metrics: newMetrics(),
+	s := &Server{cfg: cfg, clk: cfg.Clock, log: zclog.OrDiscard(cfg.Logger).With("component", "gateway"),
 		bodySlots: make(chan struct{}, cfg.MaxUnauthenticatedBodies)}
+	var err error
+	if s.metrics, err = newMetrics(cfg.DB, s.clk, cfg.Collectors); err != nil {
+		return nil, err
+	}
 	s.setUIHosts(cfg.UIHosts)
 	if cfg.FinalityLog == nil {
 		s.cfg.FinalityLog = finality.New(cfg.Clock)

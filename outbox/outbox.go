@@ -49,6 +49,8 @@ type Config struct {
 	Cases  CaseOpener  // nil: Cases are left for a later sweep with a CaseOpener
 	Clock  clock.Clock // nil: clock.System{}
 	Logger *slog.Logger
+	// Postings is told each posting's final status (nil: nobody is).
+	Postings PostingReporter
 	// Actor is written to EntityStateLog for automatic transitions, e.g.
 	// "BANK_001". Default "SYSTEM".
 	Actor string
@@ -127,6 +129,7 @@ type Outbox struct {
 	db       *store.DB
 	core     Core
 	cases    CaseOpener
+	postings PostingReporter
 	clk      clock.Clock
 	log      *slog.Logger
 	actor    string
@@ -148,7 +151,7 @@ func New(cfg Config) (*Outbox, error) {
 	if err := cfg.timing(); err != nil {
 		return nil, err
 	}
-	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, clk: cfg.Clock, log: cfg.Logger,
+	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, postings: cfg.Postings, clk: cfg.Clock, log: cfg.Logger,
 		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout}
 	if o.clk == nil {
 		o.clk = clock.System{}
@@ -432,6 +435,51 @@ func (o *Outbox) Counts(ctx context.Context) (map[Status]int, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: counts: %w", err)
+	}
+	return out, nil
+}
+
+// PostingStatus is the status of the txid's latest posting of kind ("" when
+// the outbox holds none), read on the txid index: where that leg stands at
+// the core (APPLIED: landed; BLOCKED: refused).
+func (o *Outbox) PostingStatus(ctx context.Context, txid string, kind Kind) (Status, error) {
+	var s string
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT status FROM AdapterOutbox WHERE txid = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
+			txid, string(kind)).Scan(&s)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("outbox: posting status of %s %s: %w", txid, kind, err)
+	}
+	return Status(s), nil
+}
+
+// OpenStatuses are the statuses the metrics report per bank: postings
+// waiting (PENDING), in flight (CLAIMED), unanswered (IN_DOUBT) and
+// refused by the core (BLOCKED).
+var OpenStatuses = []Status{Pending, Claimed, InDoubt, Blocked}
+
+// OpenCounts returns how many postings are in each of OpenStatuses, 0 for
+// an empty status. Each count is a range of the (status, id) index, so it
+// does not grow with the APPLIED history.
+func (o *Outbox) OpenCounts(ctx context.Context) (map[Status]int64, error) {
+	out := make(map[Status]int64, len(OpenStatuses))
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		for _, s := range OpenStatuses {
+			var n int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox WHERE status = ?`, string(s)).Scan(&n); err != nil {
+				return err
+			}
+			out[s] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: open counts: %w", err)
 	}
 	return out, nil
 }

@@ -93,8 +93,9 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 	}
 	var lastCases time.Time
 	for ctx.Err() == nil {
+		sweep := false
 		if now := o.clk.Now(); now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases) {
-			lastCases = now
+			lastCases, sweep = now, true
 			if _, err := o.OpenMissingCases(ctx); err != nil && ctx.Err() == nil {
 				o.log.WarnContext(ctx, "outbox.case_sweep_failed", "err", err.Error())
 			}
@@ -102,6 +103,14 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 		res, err := o.pass(ctx, owner, cfg.Accounts)
 		if err != nil && ctx.Err() == nil {
 			o.log.ErrorContext(ctx, "outbox.pass_failed", "err", err.Error())
+		}
+		// Final statuses are reported as soon as a pass produced some, and
+		// at the sweep's pace for those a failed report or another path
+		// (an overnight result file, an operator) left behind.
+		if sweep || res.Applied+res.Blocked > 0 {
+			if _, err := o.ReportMissing(ctx); err != nil && ctx.Err() == nil {
+				o.log.WarnContext(ctx, "outbox.report_failed", "err", err.Error())
+			}
 		}
 		pause := cfg.Idle
 		switch {

@@ -10,7 +10,7 @@ import (
 // Schema is the DDL of the outbox tables. The adapter includes it in the
 // schema it passes to store.Open for its own database. It is idempotent.
 //
-// claim_owner and claim_until were added after the first release: an older
+// claim_owner, claim_until and reported_status were added after the first release: an older
 // file gains them when New opens it (migrate), and indexes over them are
 // created there, not here.
 //
@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS AdapterOutbox (
   case_claimed_at TEXT,
   created_at    TEXT    NOT NULL,
   updated_at    TEXT    NOT NULL,
-  applied_at    TEXT
+  applied_at    TEXT,
+  reported_status TEXT            -- the final status (APPLIED/BLOCKED) the PostingReporter last took
 );
 CREATE INDEX IF NOT EXISTS idx_outbox_status  ON AdapterOutbox(status, id);
 CREATE INDEX IF NOT EXISTS idx_outbox_txid    ON AdapterOutbox(txid);
@@ -71,8 +72,8 @@ CREATE INDEX IF NOT EXISTS idx_esl_entity   ON EntityStateLog(entity_type, entit
 CREATE INDEX IF NOT EXISTS idx_esl_occurred ON EntityStateLog(occurred_at);
 `
 
-// migrate adds the claim owner and lease columns to an outbox table created
-// before they existed, and their index.
+// migrate adds the claim owner and lease columns and reported_status to an
+// outbox table created before they existed, and their indexes.
 func migrate(ctx context.Context, db *store.DB) error {
 	err := db.Write(ctx, func(tx *store.Tx) error {
 		for _, col := range []string{"claim_owner", "claim_until"} {
@@ -85,6 +86,24 @@ func migrate(ctx context.Context, db *store.DB) error {
 					return err
 				}
 			}
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('AdapterOutbox') WHERE name = 'reported_status'`).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			// Postings finished before reports existed are not reported:
+			// they are history, not news.
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterOutbox ADD COLUMN reported_status TEXT`); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE AdapterOutbox SET reported_status = status WHERE status IN ('APPLIED', 'BLOCKED')`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_outbox_unreported ON AdapterOutbox(id)
+			WHERE status IN ('APPLIED', 'BLOCKED') AND reported_status IS NOT status`); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_outbox_claims ON AdapterOutbox(claim_until) WHERE status = 'CLAIMED'`)
 		return err

@@ -20,6 +20,13 @@ type QueueSpec struct {
 	BackoutQueue     string // "" : none
 }
 
+// DepthInquirer is a Connection that can read a queue's current depth
+// (MQINQ CURDEPTH): every message on the queue, including those got under
+// a unit of work not yet committed. The embedded backend implements it.
+type DepthInquirer interface {
+	Depth(ctx context.Context, queue string) (int64, error)
+}
+
 // Connection is one connection to the queue manager. It is safe for
 // concurrent use; its Sessions are not (use one Session per goroutine).
 type Connection interface {

@@ -416,3 +416,21 @@ func newUUID() string {
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
+// OpenStates are the states of a Case nobody has closed yet.
+var OpenStates = []string{StateOpen, StateInProgress, StateEscalated}
+
+// CountOpenTx returns how many Cases are in each of OpenStates (0 for an
+// empty one), each a range of the (state, sla_deadline) index, inside the
+// caller's transaction.
+func CountOpenTx(ctx context.Context, tx *store.Tx) (map[string]int64, error) {
+	out := make(map[string]int64, len(OpenStates))
+	for _, s := range OpenStates {
+		var n int64
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM Cases WHERE state = ?`, s).Scan(&n); err != nil {
+			return nil, fmt.Errorf("cases: count %s: %w", s, err)
+		}
+		out[s] = n
+	}
+	return out, nil
+}

@@ -75,6 +75,10 @@ const (
 	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
 	ReversalCompleted  EventType = "ReversalCompleted"  // FAILED_EXECUTION: the payer bank queued the reversal of its debit (EXT_REFUND_PROOF)
 	DnsCycleCancelled  EventType = "DnsCycleCancelled"  // HOLD_ACTIVE -> CANCELLED: handoff #2 back to ZC without settling
+	// A leg's posting at its bank's core: landed, or refused by the core
+	// (no state change; state_from = state_to = the transfer's state).
+	CorePostingApplied EventType = "CorePostingApplied"
+	CorePostingBlocked EventType = "CorePostingBlocked"
 )
 
 var declared = map[EventType]bool{}
@@ -97,6 +101,7 @@ func init() {
 
 		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
 		ReversalCompleted, DnsCycleCancelled,
+		CorePostingApplied, CorePostingBlocked,
 	} {
 		declared[e] = true
 	}

@@ -340,9 +340,9 @@ type View struct {
 	UpdatedAt                string         `json:"updated_at"`
 	// AsOf is when the snapshot was read (Clock).
 	AsOf string `json:"as_of"`
-	// ReadModelLag is how far the data read lags the authoritative log.
-	// Query reads the authoritative tables themselves, so it is 0; a
-	// replica-backed reader would report its replication lag here.
+	// ReadModelLag is how far the derived row lags the authoritative log
+	// (001 §13.6): the TX chain's MAX(occurred_at) minus the Transactions
+	// row's updated_at, 0 when the row has seen its newest entry.
 	ReadModelLag time.Duration `json:"-"`
 	// NextActionHint is the closed set WAIT | RETRY_LATER |
 	// CONTACT_PAYER_BANK | OPEN_CASE.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -41,12 +43,9 @@ func (o *Orchestrator) query(ctx context.Context, txid string) (View, error) {
 				v.Case.Status = c.State
 			}
 		}
-		var seq sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT MAX(event_seq) FROM FinalityLog WHERE txid = ?`, txid).Scan(&seq); err != nil {
-			return wrapDB("watermark", err)
+		if err := readChains(ctx, tx, &v, r.UpdatedAt); err != nil {
+			return err
 		}
-		v.Chains = []Chain{{Key: "TX:" + txid, MaxSeq: seq.Int64}}
-		v.Watermark = seq.Int64
 		var retryAt, status sql.NullString
 		var attempts int
 		err = tx.QueryRowContext(ctx, `SELECT status, attempts, next_attempt_at FROM OrchestratorQueue
@@ -93,4 +92,69 @@ func hint(r txRow, retrying, acked bool) string {
 		return HintRetryLater
 	}
 	return HintWait
+}
+
+// readChains fills v.Chains, v.Watermark and v.ReadModelLag. The chains
+// are every hash chain carrying facts of the transfer (001 §13.6): its own
+// TX:<txid>, the GT:<gtid> of a GTID leg, and the DNS:<cycle> chain of the
+// DNS cycle it was handed to (gtid = cycle id, txid NULL); a participating
+// chain with no entry yet is 0. The lag is the spec's read-model lag: the
+// TX chain's tip MAX(occurred_at) minus the derived row's updated_at,
+// never negative (a row that has seen its newest entry is caught up, so a
+// finished transfer stays GREEN however old it is).
+func readChains(ctx context.Context, tx *store.Tx, v *View, updatedAt string) error {
+	var seq sql.NullInt64
+	var tip sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(event_seq), MAX(occurred_at) FROM FinalityLog WHERE txid = ?`, v.TxID).Scan(&seq, &tip); err != nil {
+		return wrapDB("watermark", err)
+	}
+	v.Chains = []Chain{{Key: "TX:" + v.TxID, MaxSeq: seq.Int64}}
+	lag, err := readModelLag(tip.String, updatedAt)
+	if err != nil {
+		return err
+	}
+	v.ReadModelLag = lag
+	rows, err := tx.QueryContext(ctx, `SELECT 'GT:' || g.gtid, COALESCE((SELECT MAX(f.event_seq) FROM FinalityLog f
+			WHERE f.gtid = g.gtid AND f.txid IS NULL), 0)
+		FROM (SELECT DISTINCT gtid FROM GtidLegs WHERE txid = ?1) g
+		UNION ALL
+		SELECT 'DNS:' || t.dns_cycle_id, COALESCE((SELECT MAX(f.event_seq) FROM FinalityLog f
+			WHERE f.gtid = t.dns_cycle_id AND f.txid IS NULL), 0)
+		FROM Transactions t WHERE t.txid = ?1 AND t.dns_cycle_id IS NOT NULL AND t.dns_cycle_id <> ''
+		ORDER BY 1`, v.TxID)
+	if err != nil {
+		return wrapDB("watermark chains", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c Chain
+		if err := rows.Scan(&c.Key, &c.MaxSeq); err != nil {
+			return wrapDB("watermark chains", err)
+		}
+		v.Chains = append(v.Chains, c)
+	}
+	if err := rows.Err(); err != nil {
+		return wrapDB("watermark chains", err)
+	}
+	for _, c := range v.Chains {
+		v.Watermark = max(v.Watermark, c.MaxSeq)
+	}
+	return nil
+}
+
+// readModelLag is tip - updatedAt, or 0 when the row is at or past the tip
+// (or the chain has no entry yet).
+func readModelLag(tip, updatedAt string) (time.Duration, error) {
+	if tip == "" {
+		return 0, nil
+	}
+	t, err := clock.ParseStamp(tip)
+	if err != nil {
+		return 0, fmt.Errorf("orchestrator: FinalityLog occurred_at %q: %w", tip, err)
+	}
+	u, err := clock.ParseStamp(updatedAt)
+	if err != nil {
+		return 0, fmt.Errorf("orchestrator: Transactions.updated_at %q: %w", updatedAt, err)
+	}
+	return max(t.Sub(u), 0), nil
 }

@@ -327,7 +327,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
-		Ready: n.readyChecks(nonceDB, led.DB()), FinalityLog: n.FinalityLog,
+		Ready: n.readyChecks(nonceDB, led.DB()), Collectors: n.collectors(led), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
 		Clock: opts.Clock, Logger: log,
 	})
 	if err != nil {
@@ -455,7 +455,7 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	}
 	n.closers = append(n.closers, b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: path("adapter-" + bc.BankID + ".db"),
-		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)},
+		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
 		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}

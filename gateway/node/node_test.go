@@ -437,6 +437,19 @@ func TestDNSJobsRunThroughTheNode(t *testing.T) {
 			t.Fatalf("%s: %d %s", job, r.status, r.body)
 		}
 	}
+	// watermark_detail names the DNS cycle's chain beside the TX chain,
+	// with the cycle chain's MAX(event_seq) (kick and settle appended to it).
+	var cycle string
+	var cycleSeq int64
+	if err := n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		return tx.QueryRowContext(context.Background(), `SELECT t.dns_cycle_id, (SELECT MAX(event_seq) FROM FinalityLog
+			WHERE gtid = t.dns_cycle_id AND txid IS NULL) FROM Transactions t WHERE t.txid = ?`, txid).Scan(&cycle, &cycleSeq)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, shards := n.freshness(t, txid); len(shards) != 2 || shards["DNS:"+cycle] != cycleSeq || cycleSeq == 0 || shards["TX:"+txid] == 0 {
+		t.Errorf("watermark_detail.shards %v, want TX:%s and DNS:%s = %d", shards, txid, cycle, cycleSeq)
+	}
 	net := map[string]int64{}
 	var settled int
 	err = n.DB.Read(context.Background(), func(tx *store.Tx) error {

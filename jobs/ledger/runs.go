@@ -470,3 +470,30 @@ func PruneRepeatingRuns(ctx context.Context, tx *store.Tx, before string) (int64
 	}
 	return res.RowsAffected()
 }
+
+// LastRuns returns each job's latest run (the highest run_id per job),
+// ordered by job: what the metrics report as the last run and its status.
+// The inner GROUP BY reads the (job, …) index only.
+func (l *Ledger) LastRuns(ctx context.Context) ([]Run, error) {
+	var out []Run
+	err := l.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM JobRuns
+			WHERE run_id IN (SELECT MAX(run_id) FROM JobRuns GROUP BY job) ORDER BY job`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: last runs: %w", err)
+	}
+	return out, nil
+}

@@ -298,6 +298,40 @@ func (o *Outbox) Counts(ctx context.Context) (Counts, error) {
 	return c, nil
 }
 
+// Lag is how far the publisher is behind: the unsent rows and the
+// created_at of the oldest one (zero when every row is sent).
+type Lag struct {
+	Unsent int64
+	Oldest time.Time
+}
+
+// Lag reads the unsent rows' count and the oldest one's created_at, both
+// from the partial index over unsent rows (outbox_seq order is creation
+// order, so the lowest unsent outbox_seq is the oldest).
+func (o *Outbox) Lag(ctx context.Context) (Lag, error) {
+	var l Lag
+	var oldest sql.NullString
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&l.Unsent); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, `SELECT created_at FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT 1`).Scan(&oldest)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return Lag{}, fmt.Errorf("events: outbox lag: %w", err)
+	}
+	if oldest.Valid {
+		if l.Oldest, err = clock.ParseStamp(oldest.String); err != nil {
+			return Lag{}, fmt.Errorf("events: outbox lag: created_at %q: %w", oldest.String, err)
+		}
+	}
+	return l, nil
+}
+
 // tailPage is how many rows Tail reads per query.
 const tailPage = 500
 

@@ -66,7 +66,7 @@ func TestAuditCatchesTampering(t *testing.T) {
 	write("zc.db", `UPDATE Transactions SET state = 'DECIDED_TO_SETTLE' WHERE txid = ?`, settled.txid())
 	write("zc.db", `INSERT INTO Cases (case_id, related_txid, reason_code, opened_by, created_at, updated_at)
 		VALUES ('CASE-TAMPER', ?, 'IDEMPOTENCY_KEY_CONFLICT', 'ZC', '2026-12-03T00:00:00Z', '2026-12-03T00:00:00Z')`, other.txid())
-	write("zc.db", `UPDATE FinalityLog SET payload_json = payload_json || ' ' WHERE txid = ? AND state_to = 'SETTLED'`, other.txid())
+	write("zc.db", `UPDATE FinalityLog SET payload_json = payload_json || ' ' WHERE txid = ? AND event_type = 'Settled'`, other.txid())
 	write("zc.db", `UPDATE Participants SET h_used = h_used + 7 WHERE bank_id = '003'`)
 	write("core-"+other.Payee.Bank+".db", `DELETE FROM CoreJournal WHERE txid = ? AND kind = 'CREDIT'`, other.txid())
 	write("adapter-"+settled.Payer.Bank+".db", `UPDATE AdapterOutbox SET status = 'PENDING' WHERE txid = ? AND kind = 'DEBIT'`, settled.txid())
