@@ -182,6 +182,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/participants/{bank_id}", s.perimeter(s.query(operatorRoute, s.getParticipant)))
 	mux.HandleFunc("POST /api/participants", s.perimeter(s.operatorOnly(s.jsonBody(s.createParticipant))))
 	mux.HandleFunc("PUT /api/participants/{bank_id}", s.perimeter(s.operatorOnly(s.jsonBody(s.updateParticipant))))
+	mux.HandleFunc("GET /api/cases", s.perimeter(s.query(listRoute, s.listCases)))
+	mux.HandleFunc("GET /api/cases/{case_id}", s.perimeter(s.query(operatorRoute, s.getCase)))
+	mux.HandleFunc("POST /api/cases/{case_id}/{action}", s.perimeter(s.jsonBody(s.query(operatorRoute, s.decideCase))))
 	mux.HandleFunc("/api/", s.perimeter(s.notFound))
 	// bank ingress
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", s.ingress)
