@@ -25,6 +25,11 @@ const (
 	DecisionInProcess = "IN_PROGRESS" // someone works on it -> IN_PROGRESS
 )
 
+// ReasonReconDrift is the reason code of a Case opened for a balance drift
+// between a core and the adapter's shadow (adapter reconciliation). Such a
+// Case ends only with its drift: DecisionAdjusted or DecisionAccepted.
+const ReasonReconDrift = "RECON_DRIFT"
+
 // decisionState is the state each decision moves a case to.
 var decisionState = map[string]string{
 	DecisionResolved:  StateResolved,
@@ -79,6 +84,14 @@ func (c *Cases) DecideTx(ctx context.Context, tx *store.Tx, d Decide) (Decided, 
 	if to == StateResolved && strings.TrimSpace(d.Note) == "" {
 		return Decided{}, domainerr.New("MISSING_FIELD", "a note is required to end a case",
 			map[string]any{"field": "note", "decision": d.Decision})
+	}
+	if to == StateResolved && d.Decision != DecisionAdjusted && d.Decision != DecisionAccepted {
+		var reason string
+		if err := tx.QueryRowContext(ctx, "SELECT reason_code FROM Cases WHERE case_id = ?", d.CaseID).Scan(&reason); err == nil && reason == ReasonReconDrift {
+			return Decided{}, domainerr.New("INVALID_REQUEST",
+				"a RECON_DRIFT Case ends with its drift: resolve it with --drift adjust (an adjusting posting) or --drift accept",
+				map[string]any{"case_id": d.CaseID, "decision": d.Decision})
+		}
 	}
 	now := clock.Stamp(c.clk.Now())
 	set := []entitystate.Assign{{Column: "updated_at", Value: now}}

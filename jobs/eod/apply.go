@@ -154,6 +154,9 @@ func applyOne(ctx context.Context, cfg ApplyConfig, date string, d workbook.Deci
 			if a.Outcome, a.Detail, err = caseOutcome(decideCaseTx(ctx, tx, cfg.Cases, d.CaseID, caseDecision[d.Resolution], cfg.Operator, caseNote(d, reason), source)); err != nil {
 				return err
 			}
+			if a.Outcome == OutcomeSkipped {
+				return nil
+			}
 			return record(tx, a.Outcome+": "+a.Detail)
 		})
 	}
@@ -198,6 +201,9 @@ func applyOne(ctx context.Context, cfg ApplyConfig, date string, d workbook.Deci
 			if a.Outcome, a.Detail, err = caseOutcome(decideCaseTx(ctx, tx, cfg.Cases, d.CaseID, cases.DecisionEscalate, cfg.Operator, reason, source)); err != nil {
 				return err
 			}
+			if a.Outcome == OutcomeSkipped {
+				return nil
+			}
 			return record(tx, a.Outcome+": "+a.Detail)
 		})
 	case workbook.Resolved:
@@ -237,15 +243,19 @@ func decideCaseTx(ctx context.Context, tx *store.Tx, cs *cases.Cases, caseID, de
 	return caseResult{moved, err}
 }
 
-// caseOutcome turns a Case decision into an outcome: APPLIED, or STALE
-// when the Case is no longer in a state the decision applies to; any other
-// error is returned.
+// caseOutcome turns a Case decision into an outcome: APPLIED, STALE when
+// the Case is no longer in a state the decision applies to, SKIPPED when
+// the decision does not apply to this Case (not recorded: a corrected
+// workbook may decide the row again); any other error is returned.
 func caseOutcome(r caseResult) (string, string, error) {
 	switch {
 	case r.err == nil:
 		return OutcomeApplied, fmt.Sprintf("case %s %s -> %s", r.moved.CaseID, r.moved.From, r.moved.To), nil
 	case domainerr.Code(r.err) == "STATE_GUARD":
 		return OutcomeStale, r.err.Error(), nil
+	case domainerr.Code(r.err) == "INVALID_REQUEST":
+		// e.g. RESOLVED on a RECON_DRIFT Case, which ends with its drift.
+		return OutcomeSkipped, r.err.Error(), nil
 	}
 	return "", "", r.err
 }
@@ -282,7 +292,7 @@ func SettlePostingCase(ctx context.Context, db *store.DB, cs *cases.Cases, ob *o
 		switch {
 		case r.err == nil:
 			out = fmt.Sprintf("case %s %s -> %s", caseID, r.moved.From, r.moved.To)
-		case domainerr.Code(r.err) == "STATE_GUARD":
+		case domainerr.Code(r.err) == "STATE_GUARD", domainerr.Code(r.err) == "INVALID_REQUEST":
 			out = "case unchanged: " + r.err.Error()
 		default:
 			return r.err

@@ -10,7 +10,10 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 	"github.com/zcgw/zcgw/jobs/workbook"
 	"github.com/zcgw/zcgw/outbox"
@@ -130,5 +133,80 @@ func TestCaseClosedFromWorkbookDisappearsFromNext(t *testing.T) {
 	}
 	if _, ok := keys2["CASE:"+driftCase]; !ok {
 		t.Errorf("the undecided drift Case %s is missing from the next workbook %v", driftCase, keys2)
+	}
+}
+
+// TestDriftSettledByAdjustingPosting ends bank 001's drift (the core holds
+// ¥1,500 more than the shadow after an out-of-band change) with an
+// adjusting posting: the core balance comes back once, even when the
+// operator runs the resolution twice, and the drift row and its Case are
+// both resolved with the note.
+func TestDriftSettledByAdjustingPosting(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	if _, err := f.runner(t, f.cfg).Run(ctx, scheduler.Request{Job: JobName, BusinessDate: day}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.banks[0]
+	core := directCore{f.cores["001"]}
+	ds, err := a.Drifts(ctx, "OPEN")
+	if err != nil || len(ds) != 1 || ds[0].Drift != 1500 || ds[0].CaseID == "" {
+		t.Fatalf("drifts %+v %v", ds, err)
+	}
+	caseID, acct := ds[0].CaseID, ds[0].CoreAccount
+	before, _ := core.Balance(ctx, acct)
+	cs := cases.New(f.clk, nil, 0)
+
+	// Closing the drift Case without its drift is refused.
+	if _, err := cs.Decide(ctx, f.db, cases.Decide{CaseID: caseID, Decision: cases.DecisionResolved, Note: "n", Operator: "o"}); domainerr.Code(err) != "INVALID_REQUEST" {
+		t.Fatalf("plain resolve of a drift Case: %v", err)
+	}
+	for i := range 2 {
+		got, err := SettleDriftCase(ctx, f.db, cs, a, caseID, adapter.DriftAdjust, "ops-sato", "teller keyed the fee twice", "test")
+		if err != nil {
+			t.Fatalf("settle %d: %v", i, err)
+		}
+		if (i == 1) != got.Already {
+			t.Fatalf("settle %d: already=%v", i, got.Already)
+		}
+	}
+	if r, err := a.Outbox().Drain(ctx, 10); err != nil || r.Applied != 1 {
+		t.Fatalf("drain %+v %v", r, err)
+	}
+	if r, err := a.Outbox().Drain(ctx, 10); err != nil || r.Applied != 0 {
+		t.Fatalf("second drain %+v %v", r, err)
+	}
+	after, _ := core.Balance(ctx, acct)
+	if before-after != 1500 {
+		t.Fatalf("core balance %d -> %d, want it down by 1500 once", before, after)
+	}
+	adj, _ := a.Outbox().List(ctx, outbox.Filter{TxID: ds[0].DriftID})
+	if len(adj) != 1 || adj[0].Posting.Kind != outbox.Debit || adj[0].Posting.Amount != 1500 || adj[0].Status != outbox.Applied {
+		t.Fatalf("adjusting postings %+v", adj)
+	}
+	// Reconciled again: the account matches, no new drift.
+	if r, err := a.ReconcileAccount(ctx, ds[0].AccountHash); err != nil || r.Status != adapter.ReconMatched {
+		t.Fatalf("reconcile after: %+v %v", r, err)
+	}
+	if open, _ := a.Drifts(ctx, "OPEN"); len(open) != 0 {
+		t.Fatalf("open drifts %+v", open)
+	}
+	res, _ := a.Drifts(ctx, "RESOLVED")
+	if len(res) != 1 || res[0].Resolution != "ADJUST: teller keyed the fee twice (by ops-sato)" {
+		t.Fatalf("resolved drift %+v", res)
+	}
+	if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE case_id = ? AND state = 'RESOLVED'`, caseID); n != 1 {
+		t.Fatalf("case not resolved")
+	}
+	if n := count(t, f.db, `SELECT COUNT(*) FROM EntityStateLog WHERE entity_id = ? AND reason_code = 'DRIFT_ADJUSTED'
+		AND json_extract(payload_json, '$.note') LIKE 'teller keyed the fee twice (drift DRIFT-% of +1500 on 100-1-0000001, adjusting posting %)'`, caseID); n != 1 {
+		t.Fatalf("%d DRIFT_ADJUSTED log rows", n)
+	}
+	var audits int
+	_ = a.DB().Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterAuditLog WHERE event = 'DRIFT_RESOLVED'`).Scan(&audits)
+	})
+	if audits != 1 {
+		t.Fatalf("%d DRIFT_RESOLVED audit rows", audits)
 	}
 }
