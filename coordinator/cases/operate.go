@@ -89,7 +89,7 @@ func (c *Cases) DecideTx(ctx context.Context, tx *store.Tx, d Decide) (Decided, 
 		var reason string
 		if err := tx.QueryRowContext(ctx, "SELECT reason_code FROM Cases WHERE case_id = ?", d.CaseID).Scan(&reason); err == nil && reason == ReasonReconDrift {
 			return Decided{}, domainerr.New("INVALID_REQUEST",
-				"a RECON_DRIFT Case ends with its drift: resolve it with --drift adjust (an adjusting posting) or --drift accept",
+				"a RECON_DRIFT Case ends with its drift: settle the drift by an adjusting posting or accept it (zcgw cases resolve CASE --drift adjust|accept)",
 				map[string]any{"case_id": d.CaseID, "decision": d.Decision})
 		}
 	}
