@@ -23,6 +23,14 @@ const (
 	DriftAccept = "ACCEPT"
 )
 
+// DriftTxID is the txid an adjusting posting of drift driftID carries to
+// the core: "ADJ-" and the drift id's hex digits, cut to the 32 bytes the
+// core message's txid field holds (formats/coremsg).
+func DriftTxID(driftID string) string {
+	id := "ADJ-" + strings.ReplaceAll(strings.TrimPrefix(driftID, "DRIFT-"), "-", "")
+	return id[:min(len(id), 32)]
+}
+
 // DriftSettled is what SettleDrift did.
 type DriftSettled struct {
 	Drift
@@ -114,7 +122,7 @@ func (a *Adapter) SettleDrift(ctx context.Context, driftID, how, operator, note 
 			if d.Drift < 0 {
 				kind, direction, amount = outbox.Credit, 1, -d.Drift
 			}
-			if out.Ref, err = a.queuePosting(ctx, tx, s, d.DriftID, d.DriftID, "", kind, direction, amount, ""); err != nil {
+			if out.Ref, err = a.queuePosting(ctx, tx, s, DriftTxID(d.DriftID), d.DriftID, "", kind, direction, amount, ""); err != nil {
 				return err
 			}
 		}

@@ -180,9 +180,13 @@ func TestDriftSettledByAdjustingPosting(t *testing.T) {
 	if before-after != 1500 {
 		t.Fatalf("core balance %d -> %d, want it down by 1500 once", before, after)
 	}
-	adj, _ := a.Outbox().List(ctx, outbox.Filter{TxID: ds[0].DriftID})
+	adj, _ := a.Outbox().List(ctx, outbox.Filter{TxID: adapter.DriftTxID(ds[0].DriftID)})
 	if len(adj) != 1 || adj[0].Posting.Kind != outbox.Debit || adj[0].Posting.Amount != 1500 || adj[0].Status != outbox.Applied {
 		t.Fatalf("adjusting postings %+v", adj)
+	}
+	// The core message's txid field (formats/coremsg Header.TxID) is 32 bytes.
+	if len(adj[0].Posting.TxID) > 32 {
+		t.Fatalf("adjusting posting's txid %q does not fit the core message", adj[0].Posting.TxID)
 	}
 	// Reconciled again: the account matches, no new drift.
 	if r, err := a.ReconcileAccount(ctx, ds[0].AccountHash); err != nil || r.Status != adapter.ReconMatched {
