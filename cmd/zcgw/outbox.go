@@ -141,17 +141,15 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 // IN_PROGRESS) or written off (RESOLVED once none of its postings is left
 // BLOCKED or IN_DOUBT), as a workbook decision does (eod.SettlePostingCase).
 func outboxSettleCase(ctx context.Context, e *env, ob *outbox.Outbox, id int64, verb, operator, reason string) int {
-	row, err := ob.Get(ctx, id)
-	if err != nil {
+	if row, err := ob.Get(ctx, id); err != nil {
 		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but reading it back for its Case failed: %v\n", verb, err)
 		return 1
-	}
-	if row.CaseID == "" {
-		return 0 // a row without a Case has nothing more to do
+	} else if row.CaseID == "" {
+		return 0 // no Case: nothing more to do (and no zc.db to open)
 	}
 	zc, err := store.OpenCoordinator(ctx, ledger.Path(e.DataDir))
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case %s did not: %v\n", verb, row.CaseID, err)
+		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case did not: %v\n", verb, err)
 		return 1
 	}
 	defer zc.Close()
@@ -159,11 +157,13 @@ func outboxSettleCase(ctx context.Context, e *env, ob *outbox.Outbox, id int64, 
 	if verb == "writeoff" {
 		resolution = workbook.WriteOff
 	}
-	detail, err := eod.SettlePostingCase(ctx, zc, cases.New(clock.System{}, nil, 0), ob, row.CaseID, resolution, operator, reason, "cli outbox "+verb)
+	detail, err := eod.SettlePostingCase(ctx, zc, cases.New(clock.System{}, nil, 0), ob, id, resolution, operator, reason, "cli outbox "+verb)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case %s did not: %v\n", verb, row.CaseID, err)
+		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case did not: %v\n", verb, err)
 		return 1
 	}
-	fmt.Fprintln(e.Stdout, detail)
+	if detail != "" {
+		fmt.Fprintln(e.Stdout, detail)
+	}
 	return 0
 }

@@ -182,8 +182,9 @@ func applyOne(ctx context.Context, cfg ApplyConfig, date string, d workbook.Deci
 			return a, err
 		}
 		// The posting's Case follows (also after a STALE move: an earlier
-		// apply may have stopped between the two databases).
-		detail, err := SettlePostingCase(ctx, cfg.DB, cfg.Cases, ob, d.CaseID, d.Resolution, cfg.Operator, reason, source)
+		// apply may have stopped between the two databases; the posting's
+		// status now decides).
+		detail, err := SettlePostingCase(ctx, cfg.DB, cfg.Cases, ob, d.OutboxID, d.Resolution, cfg.Operator, reason, source)
 		if err != nil {
 			return a, err
 		}
@@ -260,19 +261,30 @@ func caseOutcome(r caseResult) (string, string, error) {
 	return "", "", r.err
 }
 
-// SettlePostingCase moves the Case of a posting an operator has just
-// requeued or written off (resolution workbook.Retry or workbook.WriteOff):
-// RETRY moves it to IN_PROGRESS; WRITE_OFF ends it, unless another
-// posting of the bank carrying the same Case is still BLOCKED or IN_DOUBT
-// (a Case bundles a cause's postings). It returns what it did for the
-// operator ("" when the posting has no Case). A Case already moved is not
-// an error.
-func SettlePostingCase(ctx context.Context, db *store.DB, cs *cases.Cases, ob *outbox.Outbox, caseID, resolution, operator, note, source string) (string, error) {
+// SettlePostingCase moves the Case of posting id after an operator's
+// requeue or write-off (resolution workbook.Retry or workbook.WriteOff),
+// judged from the posting as it is now, so a move that was STALE (someone
+// else decided differently) does not move the Case: requeued (no longer
+// BLOCKED nor WRITTEN_OFF), its Case goes to IN_PROGRESS; WRITTEN_OFF, its
+// Case is RESOLVED unless another posting of the bank carrying the same
+// Case is still BLOCKED or IN_DOUBT (a Case bundles a cause's postings). It
+// returns what it did for the operator ("" when the posting has no Case).
+// A Case already moved is not an error.
+func SettlePostingCase(ctx context.Context, db *store.DB, cs *cases.Cases, ob *outbox.Outbox, id int64, resolution, operator, note, source string) (string, error) {
+	row, err := ob.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	caseID := row.CaseID
 	if caseID == "" {
 		return "", nil
 	}
 	decision := cases.DecisionRetry
-	if resolution == workbook.WriteOff {
+	switch {
+	case resolution == workbook.WriteOff && row.Status != outbox.WrittenOff,
+		resolution == workbook.Retry && (row.Status == outbox.Blocked || row.Status == outbox.WrittenOff):
+		return fmt.Sprintf("case %s unchanged: the posting is %s", caseID, row.Status), nil
+	case resolution == workbook.WriteOff:
 		decision = cases.DecisionWriteOff
 		var open int64
 		for _, st := range []outbox.Status{outbox.Blocked, outbox.InDoubt} {
@@ -287,7 +299,7 @@ func SettlePostingCase(ctx context.Context, db *store.DB, cs *cases.Cases, ob *o
 		}
 	}
 	var out string
-	err := db.Write(ctx, func(tx *store.Tx) error {
+	err = db.Write(ctx, func(tx *store.Tx) error {
 		r := decideCaseTx(ctx, tx, cs, caseID, decision, operator, note, source)
 		switch {
 		case r.err == nil:

@@ -214,3 +214,52 @@ func TestDriftSettledByAdjustingPosting(t *testing.T) {
 		t.Fatalf("%d DRIFT_RESOLVED audit rows", audits)
 	}
 }
+
+// A WRITE_OFF decision on a posting someone requeued meanwhile is STALE
+// and leaves its Case open: the Case follows what happened to the posting.
+func TestStaleWriteOffLeavesTheCaseOpen(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	if _, err := f.runner(t, f.cfg).Run(ctx, scheduler.Request{Job: JobName, BusinessDate: day}); err != nil {
+		t.Fatal(err)
+	}
+	path := workbook.Path(f.dir, day)
+	wb, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := wb.GetRows(workbook.SheetExceptions)
+	var row int
+	var caseID, outboxID string
+	for i, r := range rows {
+		if len(r) > 10 && r[1] == "POSTING" && r[8] == "BLOCKED" {
+			row, outboxID, caseID = i+1, r[3], r[10]
+		}
+	}
+	if row == 0 || caseID == "" {
+		t.Fatalf("no BLOCKED posting row in %v", rows)
+	}
+	_ = wb.SetCellValue(workbook.SheetExceptions, fmt.Sprintf("N%d", row), "WRITE_OFF")
+	reviewed := filepath.Join(f.dir, "reviewed.xlsx")
+	if err := wb.SaveAs(reviewed); err != nil {
+		t.Fatal(err)
+	}
+	wb.Close()
+	var id int64
+	fmt.Sscan(outboxID, &id)
+	if err := f.banks[0].Outbox().Requeue(ctx, id, "ops-kato", "customer funded the account"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ApplyConfig{DB: f.db, DataDir: f.dir, Outboxes: map[string]*outbox.Outbox{"001": f.banks[0].Outbox(), "002": f.banks[1].Outbox()},
+		Cases: cases.New(f.clk, nil, 0), Operator: "ops-tanaka", Clock: f.clk}
+	rep, err := ApplyWorkbook(ctx, cfg, reviewed, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Count(OutcomeStale) != 1 || !strings.Contains(rep.Results[0].Detail, "case "+caseID+" unchanged: the posting is PENDING") {
+		t.Fatalf("apply %+v", rep)
+	}
+	if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE case_id = ? AND state = 'OPEN'`, caseID); n != 1 {
+		t.Fatalf("case %s is no longer OPEN", caseID)
+	}
+}
