@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/jobs/eod"
 )
 
 // The back office's Case routes (operator scope, X-Purpose-Code required,
@@ -70,14 +72,24 @@ type CaseList struct {
 type CaseDecisionRequest struct {
 	Operator string `json:"operator"`
 	Note     string `json:"note"`
+	// Drift ("adjust" or "accept", resolve only) ends a RECON_DRIFT Case
+	// with its drift (eod.SettleDriftCase).
+	Drift string `json:"drift,omitempty"`
 }
 
-// CaseDecisionResponse says what a decision did.
+// CaseDecisionResponse says what a decision did. StateFrom is empty when a
+// drift resolution found the Case already RESOLVED (run again).
 type CaseDecisionResponse struct {
 	CaseID    string `json:"case_id"`
 	Decision  string `json:"decision"`
-	StateFrom string `json:"state_from"`
+	StateFrom string `json:"state_from,omitempty"`
 	StateTo   string `json:"state_to"`
+	// Drift resolution only.
+	DriftID      string `json:"drift_id,omitempty"`
+	Drift        int64  `json:"drift,omitempty"`
+	CoreAccount  string `json:"core_account,omitempty"`
+	PostingRef   string `json:"posting_ref,omitempty"`
+	DriftAlready bool   `json:"drift_already_settled,omitempty"`
 }
 
 // CaseViewOf renders a Case row.
@@ -195,6 +207,10 @@ func (s *Server) decideCase(w http.ResponseWriter, r *http.Request, sub subject,
 	}
 	// The move and its log row commit together even if the caller goes away.
 	ctx := context.WithoutCancel(r.Context())
+	if req.Drift != "" {
+		s.settleDrift(ctx, w, r, sub, req)
+		return
+	}
 	d, err := s.cases().Decide(ctx, s.cfg.DB, cases.Decide{CaseID: r.PathValue("case_id"), Decision: decision,
 		Note: strings.TrimSpace(req.Note), Operator: strings.TrimSpace(req.Operator), Source: "api " + sub.auditID()})
 	if err != nil {
@@ -202,4 +218,47 @@ func (s *Server) decideCase(w http.ResponseWriter, r *http.Request, sub subject,
 		return
 	}
 	writeJSON(w, http.StatusOK, CaseDecisionResponse{CaseID: d.CaseID, Decision: decision, StateFrom: d.From, StateTo: d.To})
+}
+
+// settleDrift serves a resolve with "drift": the drift of a RECON_DRIFT
+// Case and the Case end together (eod.SettleDriftCase) through the adapter
+// of the Case's bank.
+func (s *Server) settleDrift(ctx context.Context, w http.ResponseWriter, r *http.Request, sub subject, req CaseDecisionRequest) {
+	how := map[string]string{"adjust": adapter.DriftAdjust, "accept": adapter.DriftAccept}[req.Drift]
+	if how == "" || r.PathValue("action") != "resolve" {
+		writeError(w, r, domainerr.New("INVALID_REQUEST", "drift is adjust or accept, on resolve", map[string]any{"field": "drift", "value": req.Drift}))
+		return
+	}
+	id := r.PathValue("case_id")
+	var k cases.Case
+	if err := s.cfg.DB.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		k, err = cases.Get(ctx, tx, id)
+		return err
+	}); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	a, ok := s.cfg.Adapters[k.CausePartyID]
+	if !ok {
+		writeError(w, r, domainerr.New("NOT_FOUND", "this node serves no adapter for the Case's bank",
+			map[string]any{"case_id": id, "bank_id": k.CausePartyID}))
+		return
+	}
+	st, err := eod.SettleDriftCase(ctx, s.cfg.DB, s.cases(), a, id, how, strings.TrimSpace(req.Operator), strings.TrimSpace(req.Note), "api "+sub.auditID())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, CaseDriftResponse(id, st))
+}
+
+// CaseDriftResponse renders what eod.SettleDriftCase did.
+func CaseDriftResponse(caseID string, st eod.DriftSettlement) CaseDecisionResponse {
+	decision := cases.DecisionAccepted
+	if st.How == adapter.DriftAdjust {
+		decision = cases.DecisionAdjusted
+	}
+	return CaseDecisionResponse{CaseID: caseID, Decision: decision, StateFrom: st.Case.From, StateTo: cases.StateResolved,
+		DriftID: st.DriftID, Drift: st.Drift.Drift, CoreAccount: st.CoreAccount, PostingRef: st.Ref, DriftAlready: st.Already}
 }

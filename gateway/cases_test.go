@@ -84,6 +84,12 @@ func TestCaseRoutes(t *testing.T) {
 		detail.History[1].ReasonCode != "RESOLVED" || detail.History[1].Payload != `{"decision":"RESOLVED","note":"bank 002 fixed its core","operator":"ops-sato","source":"api api-key:ops"}` {
 		t.Fatalf("show: %d %s", r.status, r.body)
 	}
+	if r := f.do("POST", "/api/cases/"+ids[2]+"/resolve", ops, `{"operator":"o","note":"n","drift":"maybe"}`); r.status != 400 || r.code(t) != "INVALID_REQUEST" {
+		t.Fatalf("bad drift: %d %s", r.status, r.body)
+	}
+	if r := f.do("POST", "/api/cases/"+ids[2]+"/resolve", ops, `{"operator":"o","note":"n","drift":"adjust"}`); r.status != 404 {
+		t.Fatalf("drift without the bank's adapter: %d %s", r.status, r.body)
+	}
 	if r := f.do("GET", "/api/cases/CASE-nope", ops, ""); r.status != 404 {
 		t.Fatalf("missing: %d %s", r.status, r.body)
 	}

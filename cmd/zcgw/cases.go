@@ -55,8 +55,7 @@ func casesUsage(w io.Writer) {
 	fmt.Fprintln(w, "A RECON_DRIFT Case ends with its drift: --drift adjust queues an adjusting posting in the bank's outbox")
 	fmt.Fprintln(w, "that brings the core back to the shadow balance; --drift accept has the shadow adopt the core balance.")
 	fmt.Fprintln(w, "Both resolve the adapter's drift row and the Case, each with the note (run again after a failure: nothing")
-	fmt.Fprintln(w, "is posted twice). They write the bank's adapter database directly, also on a served folder (its outbox")
-	fmt.Fprintln(w, "worker then sends the posting).")
+	fmt.Fprintln(w, "is posted twice). On a served folder this too goes through the node.")
 }
 
 func runCases(ctx context.Context, e *env, args []string) int {
@@ -123,7 +122,7 @@ func runCases(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.Stderr, "zcgw cases %s: --drift is adjust or accept, with resolve\n", verb)
 			return 2
 		case *drift != "":
-			return casesSettleDrift(ctx, e, id, strings.ToUpper(*drift), *by, *note)
+			return casesSettleDrift(ctx, e, id, *drift, *by, *note, *purpose)
 		}
 		return casesDecide(ctx, e, verb, id, *by, *note, *purpose)
 	default:
@@ -278,11 +277,48 @@ func casesDecide(ctx context.Context, e *env, verb, id, by, note, purpose string
 }
 
 // casesSettleDrift ends a RECON_DRIFT Case with its drift (jobs/eod
-// SettleDriftCase) in zc.db and the Case's bank's adapter database.
-func casesSettleDrift(ctx context.Context, e *env, id, how, by, note string) int {
-	db, err := casesDB(ctx, e)
+// SettleDriftCase): through the node serving the folder (POST
+// /api/cases/{id}/resolve with "drift"), else in zc.db and the Case's
+// bank's adapter database.
+func casesSettleDrift(ctx context.Context, e *env, id, drift, by, note, purpose string) int {
+	info, served, err := procid.Running(e.DataDir)
 	if err != nil {
 		return casesFail(e, "resolve", err)
+	}
+	var out gateway.CaseDecisionResponse
+	via := ""
+	if served {
+		hdr := http.Header{gateway.HeaderPurposeCode: {purpose}}
+		if err := callNodeWith(ctx, e, info, http.MethodPost, "/api/cases/"+url.PathEscape(id)+"/resolve", hdr,
+			gateway.CaseDecisionRequest{Operator: by, Note: note, Drift: drift}, &out); err != nil {
+			return casesFail(e, "resolve", err)
+		}
+		via = fmt.Sprintf(" (through node %s)", info.Node)
+	} else if out, err = casesSettleDriftHere(ctx, e, id, drift, by, note); err != nil {
+		return casesFail(e, "resolve", err)
+	}
+	what := "accepted: the shadow adopted the core balance"
+	if out.PostingRef != "" {
+		what = fmt.Sprintf("adjusting %s of %d queued in the bank's outbox (ref %s)",
+			map[bool]string{true: "debit", false: "credit"}[out.Drift > 0], max(out.Drift, -out.Drift), out.PostingRef)
+	}
+	if out.DriftAlready {
+		what = "the drift was settled before"
+	}
+	fmt.Fprintf(e.Stdout, "drift %s of %+d on %s: %s%s\n", out.DriftID, out.Drift, out.CoreAccount, what, via)
+	if out.StateFrom == "" {
+		fmt.Fprintf(e.Stdout, "case %s was already RESOLVED\n", id)
+	} else {
+		fmt.Fprintf(e.Stdout, "case %s %s -> %s (%s by %s)\n", id, out.StateFrom, out.StateTo, out.Decision, by)
+	}
+	return 0
+}
+
+func casesSettleDriftHere(ctx context.Context, e *env, id, drift, by, note string) (gateway.CaseDecisionResponse, error) {
+	var out gateway.CaseDecisionResponse
+	db, err := casesDB(ctx, e)
+	if err != nil {
+		return out, err
 	}
 	defer db.Close()
 	var k cases.Case
@@ -291,37 +327,23 @@ func casesSettleDrift(ctx context.Context, e *env, id, how, by, note string) int
 		k, err = cases.Get(ctx, tx, id)
 		return err
 	}); err != nil {
-		return casesFail(e, "resolve", err)
+		return out, err
 	}
 	path := filepath.Join(e.DataDir, "adapter-"+k.CausePartyID+".db")
 	if _, err := os.Stat(path); k.CausePartyID == "" || err != nil {
-		return casesFail(e, "resolve", fmt.Errorf("case %s (%s) names no bank with an adapter database in %s", id, k.ReasonCode, e.DataDir))
+		return out, fmt.Errorf("case %s (%s) names no bank with an adapter database in %s", id, k.ReasonCode, e.DataDir)
 	}
 	a, err := adapter.Open(ctx, adapter.Config{BankID: k.CausePartyID, DBPath: path})
 	if err != nil {
-		return casesFail(e, "resolve", err)
+		return out, err
 	}
 	defer a.Close()
-	s, err := eod.SettleDriftCase(ctx, db, cases.New(clock.System{}, nil, 0), a, id, how, strings.TrimSpace(by), strings.TrimSpace(note), "cli")
+	how := map[string]string{"adjust": adapter.DriftAdjust, "accept": adapter.DriftAccept}[drift]
+	st, err := eod.SettleDriftCase(ctx, db, cases.New(clock.System{}, nil, 0), a, id, how, strings.TrimSpace(by), strings.TrimSpace(note), "cli")
 	if err != nil {
-		return casesFail(e, "resolve", err)
+		return out, err
 	}
-	what := "accepted: the shadow adopted the core balance"
-	if s.Ref != "" {
-		what = fmt.Sprintf("adjusting %s of %d queued in bank %s's outbox (ref %s)", map[bool]string{true: "debit", false: "credit"}[s.Drift.Drift > 0],
-			max(s.Drift.Drift, -s.Drift.Drift), k.CausePartyID, s.Ref)
-	}
-	if s.Already {
-		what = "the drift was settled before (" + s.Resolution + ")"
-	}
-	fmt.Fprintf(e.Stdout, "drift %s of %+d on %s: %s\n", s.DriftID, s.Drift.Drift, s.CoreAccount, what)
-	if s.Case.CaseID != "" {
-		fmt.Fprintf(e.Stdout, "case %s %s -> %s (%s by %s)\n", s.Case.CaseID, s.Case.From, s.Case.To, map[string]string{
-			adapter.DriftAdjust: cases.DecisionAdjusted, adapter.DriftAccept: cases.DecisionAccepted}[how], by)
-	} else {
-		fmt.Fprintf(e.Stdout, "case %s was already RESOLVED\n", id)
-	}
-	return 0
+	return gateway.CaseDriftResponse(id, st), nil
 }
 
 func printJSON(e *env, v any) int {

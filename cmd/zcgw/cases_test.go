@@ -170,3 +170,66 @@ func TestCasesCloseOnServedFolderGoesThroughTheNode(t *testing.T) {
 		t.Fatalf("second decision through the node: %d %s", code, errs)
 	}
 }
+
+// A drift on a served folder: `zcgw cases resolve CASE --drift adjust`
+// goes through the node, which ends the drift and the Case and queues the
+// adjusting posting; once the outbox applies it the core balance is back,
+// once, and the account reconciles.
+func TestCasesDriftAdjustOnServedFolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	b := n.Banks["001"]
+	const acct, hash = "001-1-0009999", "001:drift-try"
+	if err := b.Core.OpenAccount(ctx, acct, "YAMADA TARO", 100000); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: hash, CoreAccount: acct, HolderName: "YAMADA TARO"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Core.AdjustBalanceOutOfBand(ctx, acct, 1500); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Adapter.ReconcileAccount(ctx, hash)
+	if err != nil || r.Status != adapter.ReconDrift || r.CaseID == "" {
+		t.Fatalf("reconcile: %+v %v", r, err)
+	}
+	if code, _, errs := zcgwIn(ctx, "--data", dir, "cases", "close", r.CaseID, "--by", "sato", "--note", "x"); code != 1 || !strings.Contains(errs, "ends with its drift") {
+		t.Fatalf("plain close of a drift Case: %d %s", code, errs)
+	}
+	for i := range 2 {
+		code, out, errs := zcgwIn(ctx, "--data", dir, "cases", "resolve", r.CaseID, "--drift", "adjust", "--by", "sato", "--note", "teller keyed a fee twice")
+		want := "adjusting debit of 1500 queued in the bank's outbox"
+		if i == 1 {
+			want = "the drift was settled before"
+		}
+		if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "(through node ") {
+			t.Fatalf("resolve %d: %d %q %s", i, code, out, errs)
+		}
+	}
+	// The node's outbox worker, or this drain, sends it; once.
+	if _, err := b.Adapter.Outbox().Drain(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	adj, err := b.Adapter.Outbox().List(ctx, outbox.Filter{TxID: adapter.DriftTxID(r.DriftID)})
+	for deadline := time.Now().Add(20 * time.Second); err == nil && (len(adj) != 1 || adj[0].Status != outbox.Applied) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		adj, err = b.Adapter.Outbox().List(ctx, outbox.Filter{TxID: adapter.DriftTxID(r.DriftID)})
+	}
+	if err != nil || len(adj) != 1 || adj[0].Status != outbox.Applied {
+		t.Fatalf("adjusting posting %+v %v", adj, err)
+	}
+	bal, err := b.Core.Balance(ctx, acct)
+	if err != nil || bal.Balance != 100000 {
+		t.Fatalf("core balance %+v %v, want 100000", bal, err)
+	}
+	if r, err := b.Adapter.ReconcileAccount(ctx, hash); err != nil || r.Status != adapter.ReconMatched {
+		t.Fatalf("reconcile after: %+v %v", r, err)
+	}
+	if got := countRows(t, dir, `SELECT COUNT(*) FROM Cases WHERE case_id = ? AND state = 'RESOLVED'`, r.CaseID); got != 1 {
+		t.Fatal("case not resolved")
+	}
+	if got := countRows(t, dir, `SELECT COUNT(*) FROM AccessAuditLog WHERE resource = ? AND decision = 'PERMIT'`, "cases/"+r.CaseID+"/resolve"); got != 2 {
+		t.Fatalf("%d audit rows", got)
+	}
+}
