@@ -146,7 +146,7 @@ func CaseFilterOf(q map[string][]string, now time.Time) (cases.Filter, error) {
 		}
 		f.Limit = n
 	}
-	return f, nil
+	return f, f.Validate()
 }
 
 func (s *Server) cases() *cases.Cases { return cases.New(s.clk, s.log, 0) }

@@ -151,6 +151,12 @@ const StateAll = "ALL"
 
 var listStates = map[string]bool{StateOpen: true, StateInProgress: true, StateResolved: true, StateEscalated: true, StateAll: true, "": true}
 
+// Validate refuses a filter List would refuse (an unknown state).
+func (f Filter) Validate() error {
+	_, _, err := f.where()
+	return err
+}
+
 // where is the WHERE clause of f (without After), shared by List and Count.
 func (f Filter) where() (string, []any, error) {
 	if !listStates[f.State] {
