@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/outbox"
@@ -239,7 +240,7 @@ func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, err
 	}
 	caseID, err := a.cases.OpenCase(ctx, outbox.CaseRequest{
 		DedupKey:      "ADAPTER-RECON-DRIFT:" + r.DriftID,
-		ReasonCode:    "RECON_DRIFT",
+		ReasonCode:    cases.ReasonReconDrift,
 		Description:   fmt.Sprintf("bank %s account %s: core balance %d, shadow %d (drift %+d)", a.bank, r.CoreAccount, r.CoreBalance, r.ShadowBalance, r.Drift),
 		OpenedBy:      "BANK",
 		CausePartyID:  a.bank,

@@ -112,6 +112,13 @@ type (
 	}
 )
 
+// caseDecisionOp documents POST /api/cases/{case_id}/{action}.
+func caseDecisionOp(action, summary string) op {
+	return op{path: "/api/cases/{case_id}/" + action, summary: summary, auth: authOperator, params: []param{purposeParam},
+		request: CaseDecisionRequest{}, responses: []response{{status: 200, body: CaseDecisionResponse{}}},
+		errors: []int{400, 401, 403, 404, 409, 415}}
+}
+
 // routeTable is every route of s, in registration order.
 func (s *Server) routeTable() []route {
 	t := []route{
@@ -151,6 +158,22 @@ func (s *Server) routeTable() []route {
 		{pattern: "PUT /api/participants/{bank_id}", handler: s.perimeter(s.operatorOnly(s.jsonBody(s.updateParticipant))), ops: []op{{
 			summary: "Update a participant", auth: authOperator, request: participants.Participant{},
 			responses: []response{{status: 200, body: participants.Participant{}}}, errors: []int{400, 401, 403, 404, 409, 415}}}},
+		{pattern: "GET /api/cases", handler: s.perimeter(s.query(listRoute, s.listCases)), ops: []op{{
+			summary: "Cases, most urgent first, keyset-paged", auth: authOperator,
+			params: []param{purposeParam, {name: "status", in: "query", description: "OPEN, IN_PROGRESS, ESCALATED or RESOLVED"},
+				{name: "bank", in: "query", description: "only Cases of this bank"}, {name: "cause", in: "query", description: "only Cases of this cause (reason code)"},
+				{name: "sla_before", in: "query", description: "only Cases whose SLA ends before this RFC3339 instant"},
+				{name: "overdue", in: "query", description: "true: only Cases past their SLA now"},
+				{name: "after", in: "query", description: "the last case_id of the previous page"},
+				{name: "limit", in: "query", description: "1..1000 (default 100)"}},
+			responses: []response{{status: 200, body: CaseList{}}}, errors: apiErrors}}},
+		{pattern: "GET /api/cases/{case_id}", handler: s.perimeter(s.query(operatorRoute, s.getCase)), ops: []op{{
+			summary: "One Case with its history (EntityStateLog)", auth: authOperator,
+			params: []param{purposeParam}, responses: []response{{status: 200, body: CaseDetail{}}}, errors: apiErrors}}},
+		{pattern: "POST /api/cases/{case_id}/{action}", handler: s.perimeter(s.jsonBody(s.query(operatorRoute, s.decideCase))), ops: []op{
+			caseDecisionOp("resolve", "Resolve a Case with a note (a RECON_DRIFT Case: with drift adjust or accept)"),
+			caseDecisionOp("close", "Close a Case with a note"),
+		}},
 		{pattern: "GET " + OpenAPIPath, handler: s.serveOpenAPI, ops: []op{{
 			summary: "This document (OpenAPI 3.1); no credentials: it carries no business data", auth: authNone,
 			responses: []response{{status: 200, description: "the OpenAPI document", body: map[string]any{}}}}}},

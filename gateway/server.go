@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
@@ -65,6 +66,10 @@ type Config struct {
 	// through /api (ZC_ALLOW_UNAUTHENTICATED_UI, spec 002 §12.6.5): off by
 	// default, and every such request is logged as a warning.
 	AllowUnauthenticatedUI bool
+	// Adapters are the banks' adapters by bank id: POST
+	// /api/cases/{case_id}/resolve with "drift" settles a RECON_DRIFT
+	// Case's drift through the Case's bank's adapter.
+	Adapters map[string]*adapter.Adapter
 	// Ready are /readyz's checks besides the coordinator database and the
 	// mode, which it always checks (the node adds its other databases, MQ
 	// and Kafka).

@@ -341,8 +341,9 @@ type Filter struct {
 	TxID    string
 	Route   Route
 	FileID  string
-	AfterID int64 // only rows with a larger id: keyset paging through a long list
-	Limit   int   // default 1000
+	CaseID  string // rows carrying this Case
+	AfterID int64  // only rows with a larger id: keyset paging through a long list
+	Limit   int    // default 1000
 }
 
 // where is the WHERE clause (and its arguments) of the rows f selects,
@@ -362,6 +363,7 @@ func (f Filter) where() (string, []any) {
 	add("txid", f.TxID)
 	add("route", string(f.Route))
 	add("file_id", f.FileID)
+	add("case_id", f.CaseID)
 	if f.AfterID > 0 {
 		q += " AND id > ?"
 		args = append(args, f.AfterID)

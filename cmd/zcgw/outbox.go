@@ -10,7 +10,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/zcgw/zcgw/adapter"
+	"github.com/zcgw/zcgw/coordinator/cases"
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/jobs/eod"
+	"github.com/zcgw/zcgw/jobs/ledger"
+	"github.com/zcgw/zcgw/jobs/workbook"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -125,9 +130,40 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 			return 1
 		}
 		fmt.Fprintf(e.Stdout, "outbox row %s of bank %s %s by %s\n", strconv.FormatInt(*id, 10), *bank, done, *operator)
-		return 0
+		return outboxSettleCase(ctx, e, ob, *id, verb, *operator, *reason)
 	default:
 		fmt.Fprintf(e.Stderr, "zcgw outbox: unknown verb %q (list, requeue, writeoff)\n", verb)
 		return 2
 	}
+}
+
+// outboxSettleCase moves the Case of a posting just requeued (to
+// IN_PROGRESS) or written off (RESOLVED once none of its postings is left
+// BLOCKED or IN_DOUBT), as a workbook decision does (eod.SettlePostingCase).
+func outboxSettleCase(ctx context.Context, e *env, ob *outbox.Outbox, id int64, verb, operator, reason string) int {
+	if row, err := ob.Get(ctx, id); err != nil {
+		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but reading it back for its Case failed: %v\n", verb, err)
+		return 1
+	} else if row.CaseID == "" {
+		return 0 // no Case: nothing more to do (and no zc.db to open)
+	}
+	zc, err := store.OpenCoordinator(ctx, ledger.Path(e.DataDir))
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case did not: %v\n", verb, err)
+		return 1
+	}
+	defer zc.Close()
+	resolution := workbook.Retry
+	if verb == "writeoff" {
+		resolution = workbook.WriteOff
+	}
+	detail, err := eod.SettlePostingCase(ctx, zc, cases.New(clock.System{}, nil, 0), ob, id, resolution, operator, reason, "cli outbox "+verb)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case did not: %v\n", verb, err)
+		return 1
+	}
+	if detail != "" {
+		fmt.Fprintln(e.Stdout, detail)
+	}
+	return 0
 }

@@ -37,6 +37,12 @@ func refuseIfServed(e *env, cmd, why string) (int, bool) {
 // an error: the node's catalog error (reason code and message) when it
 // sent one.
 func callNode(ctx context.Context, e *env, info procid.Info, method, path string, body, out any) error {
+	return callNodeWith(ctx, e, info, method, path, nil, body, out)
+}
+
+// callNodeWith is callNode with extra request headers (e.g. an /api
+// route's X-Purpose-Code).
+func callNodeWith(ctx context.Context, e *env, info procid.Info, method, path string, hdr http.Header, body, out any) error {
 	who := fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr)
 	if info.Addr == "" {
 		return fmt.Errorf("the data folder %s is held by %s, which is not listening (starting, or another command): try again in a moment", e.DataDir, who)
@@ -54,6 +60,9 @@ func callNode(ctx context.Context, e *env, info procid.Info, method, path string
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	if err := authorizeNode(e.DataDir, req); err != nil {
 		return fmt.Errorf("credentials for %s: %w", who, err)
 	}

@@ -5,7 +5,12 @@
 // occurrence_count counts transactions, not detections; every case gets an
 // SLA deadline (DefaultSLA unless the caller gives one); SweepSLA promotes
 // overdue cases to ESCALATED; SetState moves a case through
-// OPEN -> IN_PROGRESS -> RESOLVED (ESCALATED from either).
+// OPEN -> IN_PROGRESS -> RESOLVED (ESCALATED from either). DecideTx is
+// the operator's move (resolve, close, retry, write-off, escalate, drift
+// adjusted or accepted): a guarded transition whose EntityStateLog row
+// carries the decision, the note and the operator. List pages cases by
+// SLA deadline with filters (state, bank, cause, SLA) and says how many
+// more match; Show adds links and history.
 //
 // Every state change goes through coordinator/entitystate, so each one
 // appends EntityStateLog in the same transaction. It imports only

@@ -97,6 +97,15 @@ type Bank struct {
 	Overnight overnightFolders
 }
 
+// adaptersByBank maps each bank id to its adapter (the gateway's drift resolution).
+func (n *Node) adaptersByBank() map[string]*adapter.Adapter {
+	out := make(map[string]*adapter.Adapter, len(n.Banks))
+	for id, b := range n.Banks {
+		out[id] = b.Adapter
+	}
+	return out
+}
+
 // Node is a running zcgw node.
 type Node struct {
 	Config       Config
@@ -328,7 +337,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
 		Ready: n.readyChecks(nonceDB, led.DB()), Collectors: n.collectors(led), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
-		Clock: opts.Clock, Logger: log,
+		Adapters: n.adaptersByBank(),
+		Clock:    opts.Clock, Logger: log,
 	})
 	if err != nil {
 		ln.Close()

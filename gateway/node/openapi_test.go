@@ -225,6 +225,12 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(400, n, "POST", "/internal/dns/cancel", "", cronHdr, `{}`)
 	c.call(n, "POST", "/internal/dns/cancel", "", cronHdr, fmt.Sprintf(`{"cycle_id":%q,"reason":"openapi","actor":"ops"}`, kick.field("cycle_id")))
 
+	// Cases: the list, and an unknown Case
+	c.want(200, n, "GET", "/api/cases?status=OPEN&limit=10", ops, p01, "")
+	c.want(404, n, "GET", "/api/cases/CASE-NOPE", ops, p01, "")
+	c.want(404, n, "POST", "/api/cases/CASE-NOPE/resolve", ops, p01, `{"note":"checked","operator":"ops"}`)
+	c.want(404, n, "POST", "/api/cases/CASE-NOPE/close", ops, p01, `{"note":"checked","operator":"ops"}`)
+
 	// refund and misrecord-correct: a settled transfer is refused
 	c.want(404, n, "GET", "/internal/transfers/ZCTX-NOPE/refund", "", cronHdr, "")
 	c.call(n, "POST", "/internal/transfers/"+txid+"/refund", "", cronHdr, `{"requested_by":"ops","evidence_ref":"EV-1"}`)

@@ -188,9 +188,13 @@ func ReadDecisions(path string, want Expect) (Reviewed, error) {
 		if res == "" {
 			continue
 		}
-		if res != Retry && res != WriteOff && res != Escalate {
+		if res != Retry && res != WriteOff && res != Escalate && res != Resolved {
 			where["column"] = "Resolution"
-			return out, reject(path, fmt.Sprintf("Exceptions row %d: Resolution %q is not RETRY, WRITE_OFF or ESCALATE", rowNo, res), where)
+			return out, reject(path, fmt.Sprintf("Exceptions row %d: Resolution %q is not RETRY, WRITE_OFF, ESCALATE or RESOLVED", rowNo, res), where)
+		}
+		if res == Resolved && cell(colComment) == "" {
+			where["column"] = "Comment"
+			return out, reject(path, fmt.Sprintf("Exceptions row %d: RESOLVED needs a Comment saying how the Case was resolved", rowNo), where)
 		}
 		d := Decision{Row: rowNo, Key: key, Kind: cell(colKind), BankID: cell(colBank), Ref: cell(colRef),
 			CaseID: cell(colCaseID), Status: cell(colStatus), Resolution: res, Comment: cell(colComment)}

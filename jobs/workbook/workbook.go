@@ -29,6 +29,8 @@ const (
 	Retry    = "RETRY"
 	WriteOff = "WRITE_OFF"
 	Escalate = "ESCALATE"
+	// Resolved ends the row's Case; the Comment says why (required).
+	Resolved = "RESOLVED"
 )
 
 // Exception kinds.
@@ -504,11 +506,11 @@ func writeExceptions(f *excelize.File, s styles, r Report, st *Stats) error {
 	}
 	dv := excelize.NewDataValidation(true)
 	dv.SetSqref(cellName(colResolution, 2) + ":" + cellName(colResolution, max(last, 1000)))
-	if err := dv.SetDropList([]string{Retry, WriteOff, Escalate}); err != nil {
+	if err := dv.SetDropList([]string{Retry, WriteOff, Escalate, Resolved}); err != nil {
 		return err
 	}
-	dv.SetError(excelize.DataValidationErrorStyleStop, "Resolution", "Choose RETRY, WRITE_OFF or ESCALATE (or leave empty)")
-	dv.SetInput("Resolution", "RETRY: send the posting again; WRITE_OFF: never send it; ESCALATE: escalate the Case")
+	dv.SetError(excelize.DataValidationErrorStyleStop, "Resolution", "Choose RETRY, WRITE_OFF, ESCALATE or RESOLVED (or leave empty)")
+	dv.SetInput("Resolution", "RETRY: send again; WRITE_OFF: never send it; ESCALATE: escalate the Case; RESOLVED: close the Case (Comment says why)")
 	if err := f.AddDataValidation(SheetExceptions, dv); err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func TestWorkbookContentReadBack(t *testing.T) {
 	}
 	// Drop-down on Resolution.
 	dvs, err := f.GetDataValidations(SheetExceptions)
-	if err != nil || len(dvs) != 1 || !strings.Contains(dvs[0].Formula1, "RETRY,WRITE_OFF,ESCALATE") ||
+	if err != nil || len(dvs) != 1 || !strings.Contains(dvs[0].Formula1, "RETRY,WRITE_OFF,ESCALATE,RESOLVED") ||
 		!strings.HasPrefix(dvs[0].Sqref, "N2:") {
 		t.Errorf("data validation %+v %v", dvs, err)
 	}
@@ -237,7 +237,8 @@ func TestReadDecisions(t *testing.T) {
 	reviewed := review(t, path, func(f *excelize.File) {
 		_ = f.SetCellValue(SheetExceptions, "N2", "RETRY")
 		_ = f.SetCellValue(SheetExceptions, "O2", "funds arrived")
-		_ = f.SetCellValue(SheetExceptions, "N4", "ESCALATE")
+		_ = f.SetCellValue(SheetExceptions, "N4", "resolved")
+		_ = f.SetCellValue(SheetExceptions, "O4", "bank confirmed the fix")
 	})
 	got, err := ReadDecisions(reviewed, expect("2026-12-01"))
 	if err != nil {
@@ -246,7 +247,8 @@ func TestReadDecisions(t *testing.T) {
 	want := []Decision{
 		{Row: 2, Key: "POSTING:001:17", Kind: KindPosting, BankID: "001", OutboxID: 17, Ref: "REF17", CaseID: "CASE-1",
 			Status: "BLOCKED", Resolution: Retry, Comment: "funds arrived"},
-		{Row: 4, Key: "CASE:CASE-9", Kind: KindCase, BankID: "001", CaseID: "CASE-9", Status: "OPEN", Resolution: Escalate},
+		{Row: 4, Key: "CASE:CASE-9", Kind: KindCase, BankID: "001", CaseID: "CASE-9", Status: "OPEN", Resolution: Resolved,
+			Comment: "bank confirmed the fix"},
 	}
 	if got.Rows != 3 || got.WorkbookID != testSeal.WorkbookID || !slices.Equal(got.Decisions, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -321,6 +323,8 @@ func TestReadDecisions(t *testing.T) {
 		}, "row 2"},
 		{"another node's key", otherKeyPath, "2026-12-01", func(f *excelize.File) {}, "row 2"},
 		{"bad resolution", path, "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "N3", "IGNORE") }, "IGNORE"},
+		{"RESOLVED without a comment", path, "2026-12-01", func(f *excelize.File) { _ = f.SetCellValue(SheetExceptions, "N4", "RESOLVED") },
+			"row 4: RESOLVED needs a Comment"},
 		{"control sheet deleted", path, "2026-12-01", func(f *excelize.File) { _ = f.DeleteSheet(SheetControl) }, "control sheet"},
 	}
 	for _, c := range cases {
