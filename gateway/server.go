@@ -194,6 +194,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /internal/system-mode/bcp-activate", s.cron(s.setBCP))
 	mux.HandleFunc("POST /internal/system-mode/bcp-deactivate", s.cron(s.setBCP))
 	mux.HandleFunc("POST /internal/system-mode/quorum-report", s.cron(s.quorumReport))
+	mux.HandleFunc("GET /internal/params", s.cron(s.listParams))
+	mux.HandleFunc("GET /internal/params/{name}", s.cron(s.getParam))
+	mux.HandleFunc("POST /internal/params/{name}", s.cron(s.jsonBody(s.setParam)))
 	if s.cfg.Jobs == nil {
 		// With a job runner, timeout-sweep is one of its jobs (recorded in
 		// the job ledger like every /internal/cron/{job} run).

@@ -73,6 +73,9 @@ const (
 	GtidSuspended      EventType = "GtidSuspended"      // GT_* -> GT_SUSPENDED
 	GtidDecidedCancel  EventType = "GtidDecidedCancel"  // GT_* -> GT_DECIDED_CANCEL
 	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
+	// ParameterChanged: an operator changed a PR-* parameter (spec 002
+	// §12.7: evidence_ref; GLOBAL chain, coordinator/params).
+	ParameterChanged EventType = "ParameterChanged"
 )
 
 var declared = map[EventType]bool{}
@@ -94,6 +97,7 @@ func init() {
 		HtlcAuthRequested, FinalityCosigned, WatcherEquivocationDetected,
 
 		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
+		ParameterChanged,
 	} {
 		declared[e] = true
 	}

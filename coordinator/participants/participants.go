@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/ident"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -23,10 +24,11 @@ const (
 	ModeSendOnly    = "SEND_ONLY"
 )
 
-// DefaultHVThreshold is PR-HV-THRESHOLD's fallback (spec 003 Participants,
+// DefaultHVThreshold is PR-HV-THRESHOLD's default (spec 003 Participants,
 // 002 §12.9): 100,000,000 JPY. A transfer strictly above the payer's
-// threshold escalates to HIGH_VALUE.
-const DefaultHVThreshold int64 = 100_000_000
+// threshold escalates to HIGH_VALUE. The value in force is the parameter
+// ledger's (coordinator/params); a participant's hv_threshold overrides it.
+const DefaultHVThreshold = params.DefaultHVThreshold
 
 // Participant is one Participants row as administered here (h_used and the
 // daily total are read-only here).
@@ -51,11 +53,15 @@ type Participant struct {
 
 // EffectiveHVThreshold is the participant's hv_threshold, or
 // DefaultHVThreshold when it has none.
-func (p Participant) EffectiveHVThreshold() int64 {
+func (p Participant) EffectiveHVThreshold() int64 { return p.HVThresholdOr(DefaultHVThreshold) }
+
+// HVThresholdOr is the participant's hv_threshold, or fallback (the
+// PR-HV-THRESHOLD in force) when it has none.
+func (p Participant) HVThresholdOr(fallback int64) int64 {
 	if p.HVThreshold != nil {
 		return *p.HVThreshold
 	}
-	return DefaultHVThreshold
+	return fallback
 }
 
 // WindowOpen reports whether the operating window is open at t (JST
