@@ -10,6 +10,5 @@
 // Every write passes the writable gate (coordinator/sysmode). It must not
 // write h_used or daily_amount_used (coordinator/hlimit owns them), nor
 // Transactions or FinalityLog. It imports only coordinator/store, clock,
-// params (PR-HV-THRESHOLD's default),
-// sysmode and domainerr.
+// params (PR-HV-THRESHOLD's default), sysmode and domainerr.
 package participants

@@ -17,7 +17,6 @@
 //     compared in constant time.
 //
 // It imports only coordinator/store, idem, clock, domainerr and params
-// (PR-SIGNATURE-SKEW) (and
-// golang.org/x/text for NFC). It must not import gateway or adapter; both
+// (PR-SIGNATURE-SKEW), and golang.org/x/text for NFC. It must not import gateway or adapter; both
 // the coordinator's bank client and the gateway's verifier import it.
 package signing
