@@ -12,25 +12,19 @@ import (
 // PR-* timeout an operator set in the parameter ledger (coordinator/params)
 // wins over Config.Timeouts, which are its defaults for this orchestrator.
 func (o *Orchestrator) timeoutsTx(ctx context.Context, tx *store.Tx) (Timeouts, error) {
-	t := o.to
-	for _, p := range []struct {
-		name params.Name
-		dst  *time.Duration
-	}{{params.ExecTimeout, &t.Exec}, {params.PayeeProofTimeout, &t.PayeeProof}, {params.SuspendedTimeout, &t.Suspended}} {
-		v, err := params.ShowTx(ctx, tx, p.name)
-		if err != nil {
-			return Timeouts{}, err
-		}
-		if !v.IsDefault {
-			*p.dst = time.Duration(v.Value) * time.Second
-		}
-	}
-	v, err := params.ShowTx(ctx, tx, params.AdapterDownAfter)
+	changed, err := params.ChangedTx(ctx, tx)
 	if err != nil {
 		return Timeouts{}, err
 	}
-	if !v.IsDefault {
-		t.AdapterDownAfter = int(v.Value)
+	t := o.to
+	for name, dst := range map[params.Name]*time.Duration{params.ExecTimeout: &t.Exec, params.PayeeProofTimeout: &t.PayeeProof,
+		params.SuspendedTimeout: &t.Suspended} {
+		if v, ok := changed[name]; ok {
+			*dst = time.Duration(v) * time.Second
+		}
+	}
+	if v, ok := changed[params.AdapterDownAfter]; ok {
+		t.AdapterDownAfter = int(v)
 	}
 	return t, nil
 }

@@ -53,6 +53,30 @@ func ShowTx(ctx context.Context, tx *store.Tx, name Name) (Value, error) {
 	return v, nil
 }
 
+// ChangedTx returns, in one statement, the value of every parameter an
+// operator changed (a parameter absent from the map has its default), for
+// a reader that needs several parameters at once.
+func ChangedTx(ctx context.Context, tx *store.Tx) (map[Name]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name, value FROM ParameterLedger`)
+	if err != nil {
+		return nil, fmt.Errorf("params: read the ledger: %w", err)
+	}
+	defer rows.Close()
+	out := map[Name]int64{}
+	for rows.Next() {
+		var n string
+		var v int64
+		if err := rows.Scan(&n, &v); err != nil {
+			return nil, fmt.Errorf("params: read the ledger: %w", err)
+		}
+		out[Name(n)] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("params: read the ledger: %w", err)
+	}
+	return out, nil
+}
+
 // GetTx is the current value of name inside tx: the ledger's, or the
 // default when nobody changed it.
 func GetTx(ctx context.Context, tx *store.Tx, name Name) (int64, error) {
