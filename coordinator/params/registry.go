@@ -128,10 +128,16 @@ func (d Def) Check(v int64) error {
 	return nil
 }
 
+// maxSeconds is the most whole seconds a time.Duration holds.
+const maxSeconds = int64(1<<63-1) / int64(time.Second)
+
 // Format writes v the way an operator reads it: JPY with no grouping, a
 // duration as Go writes it ("1m0s", "24h0m0s"), a count as a number.
 func (d Def) Format(v int64) string {
 	if d.Kind == KindDuration {
+		if v > maxSeconds || v < -maxSeconds {
+			return strconv.FormatInt(v, 10) + "s" // beyond time.Duration: only in a refusal
+		}
 		return (time.Duration(v) * time.Second).String()
 	}
 	return strconv.FormatInt(v, 10)
@@ -147,6 +153,9 @@ func (d Def) Parse(s string) (int64, error) {
 			map[string]any{"field": "value", "parameter": string(d.Name), "value": s})
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if d.Kind == KindDuration && (n > maxSeconds || n < -maxSeconds) {
+			return 0, bad("too many seconds")
+		}
 		return n, nil
 	}
 	if d.Kind != KindDuration {
