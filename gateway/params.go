@@ -13,9 +13,9 @@ import (
 // The PR-* parameter ledger's operator path (spec 002 §12.7-§12.9,
 // coordinator/params):
 //
-//	GET  /internal/params          every parameter: value, default, bounds, last change
-//	GET  /internal/params/{name}   one parameter
-//	POST /internal/params/{name}   {"old_value","value","evidence_ref","reason","operator"}: change it
+//	GET  /internal/params[?bank_id=B]          every parameter (of bank B: its per-bank values)
+//	GET  /internal/params/{name}[?bank_id=B]   one parameter (bank B's value)
+//	POST /internal/params/{name}               {"old_value","value","evidence_ref","reason","operator"[,"bank_id"]}: change it
 
 // ParamList is the answer of GET /internal/params.
 type ParamList struct {
@@ -33,6 +33,9 @@ type ParamChangeRequest struct {
 	EvidenceRef string  `json:"evidence_ref"`
 	Reason      string  `json:"reason"`
 	Operator    string  `json:"operator"`
+	// BankID changes that bank's value of a per-bank parameter (limits,
+	// its own hv_threshold); "none" clears a nullable one.
+	BankID string `json:"bank_id,omitempty"`
 }
 
 // leaser is what the ledger needs of the Coordinator: the work-item lease
@@ -48,7 +51,13 @@ func (s *Server) paramLedger() *params.Ledger {
 }
 
 func (s *Server) listParams(w http.ResponseWriter, r *http.Request) {
-	vs, err := params.List(r.Context(), s.cfg.DB)
+	var vs []params.Value
+	var err error
+	if bank := r.URL.Query().Get("bank_id"); bank != "" {
+		vs, err = params.ListBank(r.Context(), s.cfg.DB, bank)
+	} else {
+		vs, err = params.List(r.Context(), s.cfg.DB)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -57,7 +66,13 @@ func (s *Server) listParams(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getParam(w http.ResponseWriter, r *http.Request) {
-	v, err := params.Show(r.Context(), s.cfg.DB, params.Name(r.PathValue("name")))
+	var v params.Value
+	var err error
+	if bank := r.URL.Query().Get("bank_id"); bank != "" {
+		v, err = params.ShowBank(r.Context(), s.cfg.DB, params.Name(r.PathValue("name")), bank)
+	} else {
+		v, err = params.Show(r.Context(), s.cfg.DB, params.Name(r.PathValue("name")))
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -82,7 +97,7 @@ func (s *Server) setParam(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	c := params.Change{Name: name, EvidenceRef: req.EvidenceRef, Reason: req.Reason, By: req.Operator}
+	c := params.Change{Name: name, BankID: req.BankID, EvidenceRef: req.EvidenceRef, Reason: req.Reason, By: req.Operator}
 	for _, f := range []struct {
 		field string
 		raw   *string

@@ -35,13 +35,15 @@ func init() {
 }
 
 func paramsUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: zcgw params list [--json]
-       zcgw params show NAME [--json]
-       zcgw params set NAME VALUE --evidence-ref REF --reason TEXT [--by NAME] [--old VALUE]
+	fmt.Fprint(w, `usage: zcgw params list [--bank ID] [--json]
+       zcgw params show NAME [--bank ID] [--json]
+       zcgw params set NAME VALUE --evidence-ref REF --reason TEXT [--by NAME] [--old VALUE] [--bank ID]
 
 The PR-* parameters (spec 002 §12.9) zcgw reads: PR-HV-THRESHOLD (JPY),
 PR-EXEC-TIMEOUT, PR-PAYEE-PROOF-TIMEOUT, PR-SUSPENDED-TIMEOUT (durations),
-PR-ADAPTER-DOWN-AFTER (a count), PR-CASE-SLA and PR-SIGNATURE-SKEW (durations).
+PR-ADAPTER-DOWN-AFTER (a count), PR-CASE-SLA and PR-SIGNATURE-SKEW (durations),
+and per bank (--bank): PR-H-LIMIT, PR-TX-AMOUNT-LIMIT, PR-DAILY-AMOUNT-LIMIT and
+the bank's own PR-HV-THRESHOLD (JPY; "none": no limit, or the system value).
 list prints each one's value, whether it is the default, its bounds, who reads
 it and its last change; show prints one.
 set changes one: VALUE is an integer (JPY, a count, seconds) or a duration such
@@ -64,6 +66,7 @@ func runParams(ctx context.Context, e *env, args []string) int {
 	verb := args[0]
 	fs := e.flagSet("params " + verb)
 	asJSON := fs.Bool("json", false, "print JSON")
+	bank := fs.String("bank", "", "a bank's per-bank values (limits, its own hv_threshold)")
 	var evidence, reason, by, old *string
 	if verb == "set" {
 		evidence = fs.String("evidence-ref", "", "the change's evidence (required; recorded on the GLOBAL chain)")
@@ -94,9 +97,9 @@ func runParams(ctx context.Context, e *env, args []string) int {
 	}
 	switch verb {
 	case "list":
-		return paramsList(ctx, e, *asJSON)
+		return paramsList(ctx, e, *bank, *asJSON)
 	case "show":
-		return paramsShow(ctx, e, params.Name(pos[0]), *asJSON)
+		return paramsShow(ctx, e, params.Name(pos[0]), *bank, *asJSON)
 	}
 	for _, f := range []struct{ flag, v string }{{"--evidence-ref", *evidence}, {"--reason", *reason}, {"--by", *by}} {
 		if strings.TrimSpace(f.v) == "" {
@@ -104,7 +107,8 @@ func runParams(ctx context.Context, e *env, args []string) int {
 			return 2
 		}
 	}
-	return paramsSet(ctx, e, params.Name(pos[0]), pos[1], *old, strings.TrimSpace(*evidence), strings.TrimSpace(*reason), strings.TrimSpace(*by), *asJSON)
+	return paramsSet(ctx, e, params.Change{Name: params.Name(pos[0]), BankID: *bank, EvidenceRef: strings.TrimSpace(*evidence),
+		Reason: strings.TrimSpace(*reason), By: strings.TrimSpace(*by)}, pos[1], *old, *asJSON)
 }
 
 func paramsFail(e *env, err error) int {
@@ -112,22 +116,30 @@ func paramsFail(e *env, err error) int {
 	return 1
 }
 
-// readParams reads every parameter through the node serving the folder,
-// or from zc.db (the defaults when there is none yet, creating nothing).
-func readParams(ctx context.Context, e *env) ([]params.Value, string, error) {
+// readParams reads every parameter (bank's per-bank values when bank is
+// set) through the node serving the folder, or from zc.db (the defaults
+// when there is none yet, creating nothing).
+func readParams(ctx context.Context, e *env, bank string) ([]params.Value, string, error) {
 	info, served, err := procid.Running(e.DataDir)
 	if err != nil {
 		return nil, "", err
 	}
 	if served {
 		var l gateway.ParamList
-		if err := callNode(ctx, e, info, http.MethodGet, "/internal/params", nil, &l); err != nil {
+		path := "/internal/params"
+		if bank != "" {
+			path += "?bank_id=" + url.QueryEscape(bank)
+		}
+		if err := callNode(ctx, e, info, http.MethodGet, path, nil, &l); err != nil {
 			return nil, "", err
 		}
 		return l.Parameters, fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr), nil
 	}
 	path := filepath.Join(e.DataDir, "zc.db")
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if bank != "" {
+			return nil, "", fmt.Errorf("%s has no zc.db: no node has run there, so there are no participants (start it once with zcgw serve)", e.DataDir)
+		}
 		var vs []params.Value
 		for _, d := range params.Defs() {
 			vs = append(vs, params.Value{Def: d, Value: d.Default, Display: d.Format(d.Default), IsDefault: true})
@@ -139,24 +151,32 @@ func readParams(ctx context.Context, e *env) ([]params.Value, string, error) {
 		return nil, "", err
 	}
 	defer db.Close()
-	vs, err := params.List(ctx, db)
+	var vs []params.Value
+	if bank != "" {
+		vs, err = params.ListBank(ctx, db, bank)
+	} else {
+		vs, err = params.List(ctx, db)
+	}
 	return vs, path + " (no node serves it)", err
 }
 
-func paramsList(ctx context.Context, e *env, asJSON bool) int {
-	vs, where, err := readParams(ctx, e)
+func paramsList(ctx context.Context, e *env, bank string, asJSON bool) int {
+	vs, where, err := readParams(ctx, e, bank)
 	if err != nil {
 		return paramsFail(e, err)
 	}
 	if asJSON {
 		return printJSON(e, gateway.ParamList{Parameters: vs})
 	}
+	if bank != "" {
+		where = "bank " + bank + ", " + where
+	}
 	fmt.Fprintf(e.Stdout, "PR-* parameters   [%s]\n", where)
 	tw := tabwriter.NewWriter(e.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVALUE\tUNIT\tDEFAULT\tBOUNDS\tCHANGED\tBY\tEVIDENCE")
 	for _, v := range vs {
 		changed := "-"
-		if !v.IsDefault {
+		if v.ChangedAt != "" {
 			changed = shownStamp(v.ChangedAt)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\n", v.Name, v.Display, v.Unit, v.Format(v.Default),
@@ -166,11 +186,11 @@ func paramsList(ctx context.Context, e *env, asJSON bool) int {
 	return 0
 }
 
-func paramsShow(ctx context.Context, e *env, name params.Name, asJSON bool) int {
+func paramsShow(ctx context.Context, e *env, name params.Name, bank string, asJSON bool) int {
 	if _, err := params.Lookup(name); err != nil {
 		return paramsFail(e, err)
 	}
-	vs, where, err := readParams(ctx, e)
+	vs, where, err := readParams(ctx, e, bank)
 	if err != nil {
 		return paramsFail(e, err)
 	}
@@ -193,11 +213,15 @@ func printParam(w io.Writer, v params.Value) {
 	if v.IsDefault {
 		def = " (the default)"
 	}
-	fmt.Fprintf(w, "%s = %s%s\n", v.Name, v.Display, def)
+	name := string(v.Name)
+	if v.BankID != "" {
+		name += " of bank " + v.BankID
+	}
+	fmt.Fprintf(w, "%s = %s%s\n", name, v.Display, def)
 	fmt.Fprintf(w, "  %s\n", v.Doc)
 	fmt.Fprintf(w, "default:   %s   bounds: %s .. %s   unit: %s\n", v.Format(v.Default), v.Format(v.Min), v.Format(v.Max), v.Unit)
 	fmt.Fprintf(w, "read by:   %s\n", v.ReadBy)
-	if !v.IsDefault {
+	if v.ChangedAt != "" {
 		fmt.Fprintf(w, "changed:   %s by %s (version %d)\n", shownStamp(v.ChangedAt), v.ChangedBy, v.Version)
 		fmt.Fprintf(w, "evidence:  %s\n", v.EvidenceRef)
 		fmt.Fprintf(w, "reason:    %s\n", v.Reason)
@@ -211,8 +235,8 @@ func printJSON(e *env, v any) int {
 	return 0
 }
 
-func paramsSet(ctx context.Context, e *env, name params.Name, value, old, evidence, reason, by string, asJSON bool) int {
-	d, err := params.Lookup(name)
+func paramsSet(ctx context.Context, e *env, c params.Change, value, old string, asJSON bool) int {
+	d, err := params.Lookup(c.Name)
 	if err != nil {
 		return paramsFail(e, err)
 	}
@@ -220,13 +244,16 @@ func paramsSet(ctx context.Context, e *env, name params.Name, value, old, eviden
 		return paramsFail(e, err)
 	}
 	if old == "" {
-		vs, _, err := readParams(ctx, e)
+		vs, _, err := readParams(ctx, e, c.BankID)
 		if err != nil {
 			return paramsFail(e, err)
 		}
 		for _, v := range vs {
-			if v.Name == name {
+			if v.Name == c.Name {
 				old = fmt.Sprint(v.Value)
+				if v.BankID != "" && v.IsDefault && d.Nullable {
+					old = "none"
+				}
 			}
 		}
 	}
@@ -236,15 +263,14 @@ func paramsSet(ctx context.Context, e *env, name params.Name, value, old, eviden
 	}
 	var res params.Result
 	if served {
-		req := gateway.ParamChangeRequest{OldValue: &old, Value: &value, EvidenceRef: evidence, Reason: reason, Operator: by}
-		if err := callNode(ctx, e, info, http.MethodPost, "/internal/params/"+url.PathEscape(string(name)), req, &res); err != nil {
+		req := gateway.ParamChangeRequest{OldValue: &old, Value: &value, EvidenceRef: c.EvidenceRef, Reason: c.Reason, Operator: c.By, BankID: c.BankID}
+		if err := callNode(ctx, e, info, http.MethodPost, "/internal/params/"+url.PathEscape(string(c.Name)), req, &res); err != nil {
 			return paramsFail(e, err)
 		}
 	} else {
 		if _, err := os.Stat(filepath.Join(e.DataDir, "zc.db")); errors.Is(err, fs.ErrNotExist) {
 			return paramsFail(e, fmt.Errorf("%s has no zc.db: no node has run there, so there is no ledger to change (start it once with zcgw serve)", e.DataDir))
 		}
-		c := params.Change{Name: name, EvidenceRef: evidence, Reason: reason, By: by}
 		if c.Old, err = d.Parse(old); err != nil {
 			return paramsFail(e, err)
 		}
@@ -264,15 +290,22 @@ func paramsSet(ctx context.Context, e *env, name params.Name, value, old, eviden
 		return printJSON(e, res)
 	}
 	v := res.Value
+	name := string(v.Name)
+	if v.BankID != "" {
+		name += " of bank " + v.BankID
+	}
 	if !res.Changed {
-		fmt.Fprintf(e.Stdout, "%s is already %s: nothing changed\n", v.Name, v.Display)
+		fmt.Fprintf(e.Stdout, "%s is already %s: nothing changed\n", name, v.Display)
 		return 0
 	}
 	oldShown := old
 	if o, err := d.Parse(old); err == nil {
 		oldShown = d.Format(o)
+		if v.BankID != "" {
+			oldShown = d.FormatBank(o)
+		}
 	}
 	fmt.Fprintf(e.Stdout, "%s: %s -> %s (by %s, evidence %s); the change is on the GLOBAL chain (entry %s) and applies from the next use\n",
-		v.Name, oldShown, v.Display, v.ChangedBy, v.EvidenceRef, v.LogID)
+		name, oldShown, v.Display, v.ChangedBy, v.EvidenceRef, v.LogID)
 	return 0
 }

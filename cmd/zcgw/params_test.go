@@ -50,8 +50,8 @@ func paramChanges(t *testing.T, dir string) string {
 	defer db.Close()
 	var got []string
 	err = db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT json_extract(payload_json, '$.parameter') || ':' || json_extract(payload_json, '$.old') || '->' ||
-			json_extract(payload_json, '$.new') || ':' || json_extract(payload_json, '$.evidence_ref') || ':' || json_extract(payload_json, '$.actor')
+		rows, err := tx.QueryContext(ctx, `SELECT json_extract(payload_json, '$.parameter') || ':' || COALESCE(json_extract(payload_json, '$.old'), 'none') || '->' ||
+			COALESCE(json_extract(payload_json, '$.new'), 'none') || ':' || json_extract(payload_json, '$.evidence_ref') || ':' || json_extract(payload_json, '$.actor')
 			FROM FinalityLog WHERE txid IS NULL AND gtid IS NULL AND event_type = ? ORDER BY event_seq`, string(finality.ParameterChanged))
 		if err != nil {
 			return err
@@ -109,7 +109,22 @@ func TestParamsSetHVThresholdOnServedFolder(t *testing.T) {
 	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "set", "PR-EXEC-TIMEOUT", "30s", "--evidence-ref", "CAB-8", "--reason", "faster", "--by", "alice"); code != 1 || !strings.Contains(errs, "work-item lease 30s") {
 		t.Fatalf("exec timeout = lease: exit %d %s%s", code, out, errs)
 	}
-	if got := paramChanges(t, dir); got != "PR-HV-THRESHOLD:100000000->2000:CAB-7:alice" {
+	// A bank's limit: --bank, from none.
+	code, out, errs = zcgwIn(ctx, "--data", dir, "params", "set", "PR-TX-AMOUNT-LIMIT", "2500", "--bank", "001", "--evidence-ref", "CAB-9", "--reason", "limit review", "--by", "bob")
+	if code != 0 || !strings.HasPrefix(out, "PR-TX-AMOUNT-LIMIT of bank 001: none -> 2500 (by bob, evidence CAB-9)") {
+		t.Fatalf("set --bank: exit %d\n%s%s", code, out, errs)
+	}
+	if st, body := postTransfer(t, n, "p-3"); st != 201 {
+		t.Fatalf("500 under the limit: %d %s", st, body)
+	}
+	if lane := laneOf(t, n, "p-4", 2500); lane != "HIGH_VALUE" { // at the bank limit, above the HV threshold
+		t.Fatalf("2500: %s", lane)
+	}
+	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "list", "--bank", "001"); code != 0 || !regexp.MustCompile(`\nPR-TX-AMOUNT-LIMIT +2500 +JPY`).MatchString(out) ||
+		!regexp.MustCompile(`\nPR-DAILY-AMOUNT-LIMIT +none +JPY`).MatchString(out) {
+		t.Fatalf("list --bank: exit %d\n%s%s", code, out, errs)
+	}
+	if got := paramChanges(t, dir); got != "PR-HV-THRESHOLD:100000000->2000:CAB-7:alice | PR-TX-AMOUNT-LIMIT:none->2500:CAB-9:bob" {
 		t.Fatalf("chain: %s", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 // changed it).
 type Value struct {
 	Def
+	BankID      string `json:"bank_id,omitempty"` // a bank's value (Participants)
 	Value       int64  `json:"value"`
 	Display     string `json:"display"` // Value as Format writes it
 	IsDefault   bool   `json:"is_default"`
@@ -39,6 +40,10 @@ func ShowTx(ctx context.Context, tx *store.Tx, name Name) (Value, error) {
 		return Value{}, err
 	}
 	v := Value{Def: d, Value: d.Default, IsDefault: true}
+	if d.BankOnly {
+		v.Display = "per bank"
+		return v, nil
+	}
 	err = tx.QueryRowContext(ctx, `SELECT value, version, evidence_ref, reason, changed_by, changed_at, log_id
 		FROM ParameterLedger WHERE name = ?`, string(name)).
 		Scan(&v.Value, &v.Version, &v.EvidenceRef, &v.Reason, &v.ChangedBy, &v.ChangedAt, &v.LogID)
@@ -51,6 +56,70 @@ func ShowTx(ctx context.Context, tx *store.Tx, name Name) (Value, error) {
 	}
 	v.Display = d.Format(v.Value)
 	return v, nil
+}
+
+// ShowBankTx reads bankID's value of a per-bank parameter inside tx, from
+// its Participants column (IsDefault: the column is NULL, shown "none").
+// The change history is on the GLOBAL chain.
+func ShowBankTx(ctx context.Context, tx *store.Tx, name Name, bankID string) (Value, error) {
+	d, err := bankDef(name)
+	if err != nil {
+		return Value{}, err
+	}
+	var col sql.NullInt64
+	// d.BankColumn is one of the registry's literal column names.
+	err = tx.QueryRowContext(ctx, `SELECT `+d.BankColumn+` FROM Participants WHERE bank_id = ?`, bankID).Scan(&col)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Value{}, domainerr.New("PARTICIPANT_NOT_FOUND", "no participant with this bank_id", map[string]any{"bank_id": bankID})
+	}
+	if err != nil {
+		return Value{}, fmt.Errorf("params: read %s of %s: %w", name, bankID, err)
+	}
+	v := Value{Def: d, BankID: bankID, Value: col.Int64, IsDefault: !col.Valid, Display: d.Format(col.Int64)}
+	if !col.Valid {
+		v.Display = "none"
+	}
+	return v, nil
+}
+
+// ShowBank is ShowBankTx in its own read transaction.
+func ShowBank(ctx context.Context, db *store.DB, name Name, bankID string) (v Value, err error) {
+	err = db.Read(ctx, func(tx *store.Tx) error {
+		v, err = ShowBankTx(ctx, tx, name, bankID)
+		return err
+	})
+	return v, err
+}
+
+// ListBank reads every per-bank parameter of bankID, sorted by name.
+func ListBank(ctx context.Context, db *store.DB, bankID string) (vs []Value, err error) {
+	err = db.Read(ctx, func(tx *store.Tx) error {
+		vs = nil
+		for _, d := range Defs() {
+			if d.BankColumn == "" {
+				continue
+			}
+			v, err := ShowBankTx(ctx, tx, d.Name, bankID)
+			if err != nil {
+				return err
+			}
+			vs = append(vs, v)
+		}
+		return nil
+	})
+	return vs, err
+}
+
+func bankDef(name Name) (Def, error) {
+	d, err := Lookup(name)
+	if err != nil {
+		return Def{}, err
+	}
+	if d.BankColumn == "" {
+		return Def{}, domainerr.New("INVALID_REQUEST", string(name)+" has no per-bank value (omit bank_id)",
+			map[string]any{"field": "bank_id", "parameter": string(name)})
+	}
+	return d, nil
 }
 
 // ChangedTx returns, in one statement, the value of every parameter an
@@ -153,7 +222,10 @@ func (r Reader) Duration(ctx context.Context, name Name) (time.Duration, error) 
 // Change is one operator change: the parameter moves from Old (which must
 // still be its current value) to New.
 type Change struct {
-	Name        Name   `json:"name"`
+	Name Name `json:"name"`
+	// BankID, when set, changes that bank's value of a per-bank parameter
+	// (Def.BankColumn; 0 is none for a Nullable one).
+	BankID      string `json:"bank_id,omitempty"`
 	Old         int64  `json:"old"`
 	New         int64  `json:"new"`
 	EvidenceRef string `json:"evidence_ref"`
@@ -219,6 +291,19 @@ func (l *Ledger) check(c Change) (Def, error) {
 				map[string]any{"field": f.name, "parameter": string(c.Name)})
 		}
 	}
+	switch {
+	case c.BankID != "":
+		if d, err = bankDef(c.Name); err != nil {
+			return Def{}, err
+		}
+		if err := d.CheckBank(c.New); err != nil {
+			return Def{}, err
+		}
+		return d, nil
+	case d.BankOnly:
+		return Def{}, domainerr.New("MISSING_FIELD", string(c.Name)+" exists per bank only: give bank_id",
+			map[string]any{"field": "bank_id", "parameter": string(c.Name)})
+	}
 	if err := d.Check(c.New); err != nil {
 		return Def{}, err
 	}
@@ -241,6 +326,9 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 	d, err := l.check(c)
 	if err != nil {
 		return Result{}, err
+	}
+	if c.BankID != "" {
+		return l.setBank(ctx, d, c)
 	}
 	var res Result
 	err = l.db.Write(ctx, func(tx *store.Tx) error {
@@ -299,4 +387,72 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 			"evidence_ref", c.EvidenceRef, "actor", c.By, "reason", c.Reason, "log_id", res.Value.LogID)
 	}
 	return res, nil
+}
+
+// setBank is Set of a bank's value: a guarded update of its Participants
+// column (the value the operator read must still be there) with the
+// ParameterChanged entry, naming the bank, in the same transaction.
+func (l *Ledger) setBank(ctx context.Context, d Def, c Change) (Result, error) {
+	var res Result
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
+		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
+			return err
+		}
+		cur, err := ShowBankTx(ctx, tx, c.Name, c.BankID)
+		if err != nil {
+			return err
+		}
+		if cur.Value != c.Old {
+			return domainerr.New("CONCURRENCY_CONFLICT", fmt.Sprintf("%s of %s is %s, not %s: it changed since it was read", c.Name, c.BankID, cur.Display, d.FormatBank(c.Old)),
+				map[string]any{"parameter": string(c.Name), "bank_id": c.BankID, "current": cur.Value, "expected": c.Old})
+		}
+		if c.New == c.Old {
+			res = Result{Value: cur}
+			return nil
+		}
+		nullable := func(v int64) any {
+			if d.Nullable && v == 0 {
+				return nil
+			}
+			return v
+		}
+		// d.BankColumn is one of the registry's literal column names.
+		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE Participants SET `+d.BankColumn+` = ? WHERE bank_id = ? AND `+d.BankColumn+` IS ?`,
+			nullable(c.New), c.BankID, nullable(c.Old)))
+		if err != nil {
+			return fmt.Errorf("params: write %s of %s: %w", c.Name, c.BankID, err)
+		}
+		if !ok {
+			return domainerr.New("CONCURRENCY_CONFLICT", string(c.Name)+" of "+c.BankID+" changed concurrently",
+				map[string]any{"parameter": string(c.Name), "bank_id": c.BankID})
+		}
+		scope := string(c.Name) + "[" + c.BankID + "]"
+		e, err := l.log.Append(ctx, tx, finality.Event{Type: finality.ParameterChanged,
+			StateFrom: scope + "=" + d.FormatBank(c.Old), StateTo: scope + "=" + d.FormatBank(c.New),
+			Payload: map[string]any{"parameter": string(c.Name), "bank_id": c.BankID, "unit": d.Unit, "old": nullable(c.Old), "new": nullable(c.New),
+				"evidence_ref": c.EvidenceRef, "reason": c.Reason, "actor": c.By}})
+		if err != nil {
+			return err
+		}
+		v, err := ShowBankTx(ctx, tx, c.Name, c.BankID)
+		v.EvidenceRef, v.Reason, v.ChangedBy, v.ChangedAt, v.LogID = c.EvidenceRef, c.Reason, c.By, e.OccurredAt, e.LogID
+		res = Result{Changed: true, Value: v}
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if res.Changed {
+		l.logger.Info("params.changed", "parameter", string(c.Name), "bank_id", c.BankID, "old", c.Old, "new", c.New,
+			"evidence_ref", c.EvidenceRef, "actor", c.By, "reason", c.Reason, "log_id", res.Value.LogID)
+	}
+	return res, nil
+}
+
+// FormatBank is Format with "none" for a nullable bank value of 0.
+func (d Def) FormatBank(v int64) string {
+	if d.Nullable && v == 0 {
+		return "none"
+	}
+	return d.Format(v)
 }

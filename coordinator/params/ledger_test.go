@@ -225,3 +225,63 @@ func TestParseAndFormat(t *testing.T) {
 		t.Errorf("Format: %s %s", d.Format(14400), h.Format(5))
 	}
 }
+
+// A bank's limit changes through the ledger too: a guarded update of its
+// Participants column from the value read ("none" is 0 for a nullable
+// one), with a ParameterChanged entry naming the bank; a per-bank-only
+// parameter without a bank and a system-only one with a bank are refused.
+func TestSetBankLimit(t *testing.T) {
+	ctx := context.Background()
+	db, l, _ := setup(t)
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO Participants (bank_id, bank_name, ingress_base_url, h_limit, registered_at) VALUES ('001', 'Bank 001', '/bank/001', 1000, ?)`, clock.Stamp(t0))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(name Name, bank string, old, new int64) error {
+		_, err := l.Set(ctx, Change{Name: name, BankID: bank, Old: old, New: new, EvidenceRef: "CAB-L", Reason: "limit review", By: "alice"})
+		return err
+	}
+	if err := set(TxAmountLimit, "001", 0, 5000); err != nil {
+		t.Fatal(err)
+	}
+	v, err := ShowBank(ctx, db, TxAmountLimit, "001")
+	if err != nil || v.Value != 5000 || v.IsDefault || v.Display != "5000" {
+		t.Fatalf("after set: %+v %v", v, err)
+	}
+	if err := set(TxAmountLimit, "001", 0, 7000); domainerr.Code(err) != "CONCURRENCY_CONFLICT" {
+		t.Fatalf("stale old: %v", err)
+	}
+	if err := set(TxAmountLimit, "001", 5000, 0); err != nil { // back to none
+		t.Fatal(err)
+	}
+	if v, _ := ShowBank(ctx, db, TxAmountLimit, "001"); !v.IsDefault || v.Display != "none" {
+		t.Fatalf("after clearing: %+v", v)
+	}
+	if err := set(HLimit, "001", 1000, 2000); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		err  error
+		code string
+	}{
+		{"per-bank only, no bank", set(HLimit, "", 2000, 3000), "MISSING_FIELD"},
+		{"system only, with a bank", set(CaseSLA, "001", 14400, 3600), "INVALID_REQUEST"},
+		{"unknown bank", set(HLimit, "009", 0, 1), "PARTICIPANT_NOT_FOUND"},
+		{"H limit not nullable", set(HLimit, "001", 2000, -1), "INVALID_REQUEST"},
+	} {
+		if domainerr.Code(c.err) != c.code {
+			t.Errorf("%s: %v, want %s", c.what, c.err, c.code)
+		}
+	}
+	ents := globalEntries(t, db)
+	if len(ents) != 3 || ents[0]["bank_id"] != "001" || ents[0]["old"] != nil || ents[0]["new"] != float64(5000) ||
+		ents[1]["new"] != nil || ents[2]["parameter"] != "PR-H-LIMIT" || ents[2]["old"] != float64(1000) {
+		t.Fatalf("chain entries %v", ents)
+	}
+	if r, err := finality.VerifyChain(ctx, db, finality.GlobalChain); err != nil || !r.OK() {
+		t.Fatalf("verify %+v %v", r, err)
+	}
+}

@@ -24,6 +24,11 @@ const (
 	AdapterDownAfter   Name = "PR-ADAPTER-DOWN-AFTER"
 	CaseSLA            Name = "PR-CASE-SLA"
 	SignatureClockSkew Name = "PR-SIGNATURE-SKEW"
+	// Per-bank limits (Participants columns, spec 003): they exist per
+	// bank only and change through the ledger with a bank_id.
+	HLimit           Name = "PR-H-LIMIT"
+	TxAmountLimit    Name = "PR-TX-AMOUNT-LIMIT"
+	DailyAmountLimit Name = "PR-DAILY-AMOUNT-LIMIT"
 )
 
 // The defaults: the values the reading components used before the ledger.
@@ -65,12 +70,20 @@ type Def struct {
 	RacesLease bool   `json:"races_lease,omitempty"`
 	ReadBy     string `json:"read_by"` // the component that reads it
 	Doc        string `json:"doc"`
+	// BankColumn is the Participants column holding a per-bank value
+	// ("" : no per-bank value). BankOnly: no system-wide value at all.
+	// Nullable: a bank may have none (0, written "none": no limit, or the
+	// system-wide value).
+	BankColumn string `json:"bank_column,omitempty"`
+	BankOnly   bool   `json:"bank_only,omitempty"`
+	Nullable   bool   `json:"nullable,omitempty"`
 }
 
 func secs(d time.Duration) int64 { return int64(d / time.Second) }
 
 var defs = []Def{
 	{Name: HVThreshold, Kind: KindAmount, Unit: "JPY", Min: 1, Max: 1_000_000_000_000_000, Default: DefaultHVThreshold,
+		BankColumn: "hv_threshold", Nullable: true,
 		ReadBy: "coordinator/orchestrator (Submit)",
 		Doc:    "EXPRESS and STANDARD transfers strictly above it escalate to HIGH_VALUE; a participant's own hv_threshold overrides it"},
 	{Name: ExecTimeout, Kind: KindDuration, Unit: "s", Min: 1, Max: secs(24 * time.Hour), Default: secs(DefaultExecTimeout), RacesLease: true,
@@ -91,6 +104,16 @@ var defs = []Def{
 	{Name: SignatureClockSkew, Kind: KindDuration, Unit: "s", Min: 10, Max: secs(time.Hour), Default: secs(DefaultSignatureSkew),
 		ReadBy: "coordinator/signing (Verifier)",
 		Doc:    "the accepted difference, either way, between a signature's time and the verifier's clock (TIMESTAMP_SKEW)"},
+
+	{Name: HLimit, Kind: KindAmount, Unit: "JPY", Min: 0, Max: 1_000_000_000_000_000, BankColumn: "h_limit", BankOnly: true,
+		ReadBy: "coordinator/hlimit (H reservations)",
+		Doc:    "a bank's H limit: its reservations in flight may not exceed it (H_LIMIT_EXCEEDED)"},
+	{Name: TxAmountLimit, Kind: KindAmount, Unit: "JPY", Min: 1, Max: 1_000_000_000_000_000, BankColumn: "tx_amount_limit", BankOnly: true, Nullable: true,
+		ReadBy: "coordinator/orchestrator (Submit)",
+		Doc:    "a bank's per-transfer limit as payer (AMOUNT_EXCEEDS_TX_LIMIT); none: no limit"},
+	{Name: DailyAmountLimit, Kind: KindAmount, Unit: "JPY", Min: 1, Max: 1_000_000_000_000_000, BankColumn: "daily_amount_limit", BankOnly: true, Nullable: true,
+		ReadBy: "coordinator/hlimit (daily total)",
+		Doc:    "a bank's daily total as payer (DAILY_LIMIT_EXCEEDED), reset by EOD; none: no limit"},
 }
 
 var byName = func() map[Name]Def {
@@ -131,6 +154,15 @@ func (d Def) Check(v int64) error {
 // maxSeconds is the most whole seconds a time.Duration holds.
 const maxSeconds = int64(1<<63-1) / int64(time.Second)
 
+// CheckBank is Check for a bank's value: a nullable parameter also takes
+// 0 (none).
+func (d Def) CheckBank(v int64) error {
+	if d.Nullable && v == 0 {
+		return nil
+	}
+	return d.Check(v)
+}
+
 // Format writes v the way an operator reads it: JPY with no grouping, a
 // duration as Go writes it ("1m0s", "24h0m0s"), a count as a number.
 func (d Def) Format(v int64) string {
@@ -148,6 +180,9 @@ func (d Def) Format(v int64) string {
 // integer of seconds. It does not check the bounds (Check does).
 func (d Def) Parse(s string) (int64, error) {
 	s = strings.TrimSpace(s)
+	if d.Nullable && s == "none" {
+		return 0, nil
+	}
 	bad := func(why string) error {
 		return domainerr.New("INVALID_REQUEST", fmt.Sprintf("%s: %q is not a value: %s", d.Name, s, why),
 			map[string]any{"field": "value", "parameter": string(d.Name), "value": s})

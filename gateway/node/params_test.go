@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -70,5 +71,36 @@ func TestHVThresholdThroughTheRouteMovesTheLaneBoundary(t *testing.T) {
 	}
 	if rep, err := finality.VerifyChain(context.Background(), n.DB, finality.GlobalChain); err != nil || !rep.OK() || rep.Entries != 1 {
 		t.Fatalf("verify GLOBAL: %+v %v", rep, err)
+	}
+}
+
+// A bank's per-transfer limit set through the route (with bank_id; none
+// before) applies to its next transfer, and reads back per bank.
+func TestTxAmountLimitThroughTheRoute(t *testing.T) {
+	n := start(t)
+	sec := map[string]string{gateway.HeaderCronSecret: n.Config.CronSecret}
+	post := func(key string, amount int64) answer {
+		return n.do(t, "POST", "/api/transfers", n.Config.KeyFor("001"), nil, transferBody(key, amount, "h:001-0001", "h:002-0001"))
+	}
+	if r := n.do(t, "POST", "/internal/params/PR-TX-AMOUNT-LIMIT", "", sec, `{"old_value":"none","value":"600","evidence_ref":"CAB-L1","reason":"limit review","operator":"alice"}`); r.status != 400 || r.field("reason_code") != "MISSING_FIELD" {
+		t.Fatalf("without bank_id: %d %s", r.status, r.body)
+	}
+	r := n.do(t, "POST", "/internal/params/PR-TX-AMOUNT-LIMIT", "", sec, `{"bank_id":"001","old_value":"none","value":"600","evidence_ref":"CAB-L1","reason":"limit review","operator":"alice"}`)
+	if r.status != 200 {
+		t.Fatalf("set: %d %s", r.status, r.body)
+	}
+	if a := post("lim-1", 601); a.status != 422 || a.field("reason_code") != "AMOUNT_EXCEEDS_TX_LIMIT" {
+		t.Fatalf("601 over a 600 limit: %d %s", a.status, a.body)
+	}
+	if a := post("lim-2", 600); a.status != 201 {
+		t.Fatalf("600 at the limit: %d %s", a.status, a.body)
+	}
+	g := n.do(t, "GET", "/internal/params/PR-TX-AMOUNT-LIMIT?bank_id=001", "", sec, "")
+	if g.status != 200 || !strings.Contains(string(g.body), `"value":600`) || !strings.Contains(string(g.body), `"bank_id":"001"`) {
+		t.Fatalf("GET: %d %s", g.status, g.body)
+	}
+	types, _ := globalEvents(t, n.DB)
+	if len(types) != 1 || types[0] != string(finality.ParameterChanged) {
+		t.Fatalf("GLOBAL chain %v", types)
 	}
 }
