@@ -9,6 +9,12 @@
 // read transaction (Get), so a change applies from the next use without a
 // restart and without an in-process cache to invalidate.
 //
+// Per-bank values (the limits h_limit, tx_amount_limit, daily_amount_limit
+// and a bank's own hv_threshold) live in their Participants columns, which
+// their readers already read; Set with a bank_id is the only writer of
+// those columns after registration (participants.UpdateProfile refuses to
+// change them).
+//
 // Ledger.Set is the only writer: a guarded (CAS) update — the caller's old
 // value must still be the current one — refused without evidence_ref
 // (EVIDENCE_REQUIRED), outside the parameter's bounds or against the
