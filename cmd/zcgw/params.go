@@ -28,7 +28,7 @@ import (
 // holding the folder's node lock for a change.
 func init() {
 	register("params", command{
-		Summary: "list, show or change the PR-* parameters (HV threshold, timeouts, SLA, skew)",
+		Summary: "list, show or change the PR-* parameters (HV threshold, limits, timeouts, SLA, skew)",
 		Run:     runParams,
 		Usage:   paramsUsage,
 	})
@@ -142,7 +142,7 @@ func readParams(ctx context.Context, e *env, bank string) ([]params.Value, strin
 		}
 		var vs []params.Value
 		for _, d := range params.Defs() {
-			vs = append(vs, params.Value{Def: d, Value: d.Default, Display: d.Format(d.Default), IsDefault: true})
+			vs = append(vs, params.DefaultValue(d))
 		}
 		return vs, e.DataDir + " (no zc.db yet: every parameter has its default)", nil
 	}
@@ -179,7 +179,7 @@ func paramsList(ctx context.Context, e *env, bank string, asJSON bool) int {
 		if v.ChangedAt != "" {
 			changed = shownStamp(v.ChangedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\n", v.Name, v.Display, v.Unit, v.Format(v.Default),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\n", v.Name, v.Display, v.Unit, defaultShown(v),
 			v.Format(v.Min), v.Format(v.Max), changed, orDash(v.ChangedBy), orDash(v.EvidenceRef))
 	}
 	tw.Flush()
@@ -219,7 +219,7 @@ func printParam(w io.Writer, v params.Value) {
 	}
 	fmt.Fprintf(w, "%s = %s%s\n", name, v.Display, def)
 	fmt.Fprintf(w, "  %s\n", v.Doc)
-	fmt.Fprintf(w, "default:   %s   bounds: %s .. %s   unit: %s\n", v.Format(v.Default), v.Format(v.Min), v.Format(v.Max), v.Unit)
+	fmt.Fprintf(w, "default:   %s   bounds: %s .. %s   unit: %s\n", defaultShown(v), v.Format(v.Min), v.Format(v.Max), v.Unit)
 	fmt.Fprintf(w, "read by:   %s\n", v.ReadBy)
 	if v.ChangedAt != "" {
 		fmt.Fprintf(w, "changed:   %s by %s (version %d)\n", shownStamp(v.ChangedAt), v.ChangedBy, v.Version)
@@ -227,6 +227,18 @@ func printParam(w io.Writer, v params.Value) {
 		fmt.Fprintf(w, "reason:    %s\n", v.Reason)
 		fmt.Fprintf(w, "chain:     GLOBAL entry %s\n", v.LogID)
 	}
+}
+
+// defaultShown is a parameter's default as list and show print it: none
+// for a nullable per-bank value, "-" where there is no default.
+func defaultShown(v params.Value) string {
+	switch {
+	case (v.BankID != "" || v.BankOnly) && v.Nullable:
+		return "none"
+	case v.BankID != "" || v.BankOnly:
+		return "-"
+	}
+	return v.Format(v.Default)
 }
 
 func printJSON(e *env, v any) int {
@@ -239,6 +251,10 @@ func paramsSet(ctx context.Context, e *env, c params.Change, value, old string, 
 	d, err := params.Lookup(c.Name)
 	if err != nil {
 		return paramsFail(e, err)
+	}
+	if d.BankOnly && c.BankID == "" {
+		fmt.Fprintf(e.Stderr, "zcgw params set: %s exists per bank only: give --bank ID\n", c.Name)
+		return 2
 	}
 	if _, err := d.Parse(value); err != nil {
 		return paramsFail(e, err)

@@ -33,15 +33,24 @@ type Value struct {
 	LogID       string `json:"log_id,omitempty"`     // the change's GLOBAL-chain entry
 }
 
+// DefaultValue is d as nobody changed it (a per-bank-only parameter shows
+// "per bank").
+func DefaultValue(d Def) Value {
+	v := Value{Def: d, Value: d.Default, IsDefault: true, Display: d.Format(d.Default)}
+	if d.BankOnly {
+		v.Display = "per bank"
+	}
+	return v
+}
+
 // ShowTx reads one parameter inside tx (read or write transaction).
 func ShowTx(ctx context.Context, tx *store.Tx, name Name) (Value, error) {
 	d, err := Lookup(name)
 	if err != nil {
 		return Value{}, err
 	}
-	v := Value{Def: d, Value: d.Default, IsDefault: true}
+	v := DefaultValue(d)
 	if d.BankOnly {
-		v.Display = "per bank"
 		return v, nil
 	}
 	err = tx.QueryRowContext(ctx, `SELECT value, version, evidence_ref, reason, changed_by, changed_at, log_id
