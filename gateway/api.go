@@ -335,7 +335,7 @@ func (s *Server) updateParticipant(w http.ResponseWriter, r *http.Request) {
 		if p.BankID != r.PathValue("bank_id") {
 			return p, domainerr.New("INVALID_REQUEST", "bank_id in the body differs from the path", map[string]any{"field": "bank_id"})
 		}
-		return s.participants().Update(ctx, p)
+		return s.participants().UpdateProfile(ctx, p)
 	}, http.StatusOK)
 }
 

@@ -423,8 +423,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if r := f.do("POST", "/api/participants", map[string]string{"X-Api-Key": keyOps}, body); r.status != 201 || r.json(t)["bank_id"] != "009" {
 		t.Errorf("operator creating a participant: %d %s", r.status, r.body)
 	}
-	if r := f.do("PUT", "/api/participants/009", map[string]string{"X-Api-Key": keyOps}, `{"bank_name":"Bank Nine","is_active":true,"tx_amount_limit":5000}`); r.status != 200 || r.json(t)["bank_name"] != "Bank Nine" {
+	if r := f.do("PUT", "/api/participants/009", map[string]string{"X-Api-Key": keyOps}, `{"bank_name":"Bank Nine","is_active":true}`); r.status != 200 || r.json(t)["bank_name"] != "Bank Nine" {
 		t.Errorf("operator updating a participant: %d %s", r.status, r.body)
+	}
+	// A limit is a PR-* value: it changes through the parameter ledger only.
+	if r := f.do("PUT", "/api/participants/009", map[string]string{"X-Api-Key": keyOps}, `{"bank_name":"Bank Nine","is_active":true,"tx_amount_limit":5000}`); r.status != 400 || r.code(t) != "INVALID_REQUEST" || !strings.Contains(string(r.body), "PR-TX-AMOUNT-LIMIT") {
+		t.Errorf("operator changing a limit through PUT: %d %s", r.status, r.body)
 	}
 }
 

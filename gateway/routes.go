@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 	"github.com/zcgw/zcgw/jobs/dns"
@@ -200,6 +201,18 @@ func (s *Server) routeTable() []route {
 		{pattern: "POST /internal/system-mode/bcp-deactivate", handler: s.cron(s.setBCP), ops: []op{{
 			summary: "Turn BCP_READONLY off (GLOBAL-chain event)", auth: authCron, request: BCPRequest{},
 			responses: []response{{status: 200, body: ModeChange{}}}, errors: []int{400, 403}}}},
+		{pattern: "GET /internal/params", handler: s.cron(s.listParams), ops: []op{{
+			summary: "The PR-* parameter ledger: every parameter's value, default, bounds and last change", auth: authCron,
+			params:    []param{{name: "bank_id", in: "query", description: "a bank's per-bank values (limits)"}},
+			responses: []response{{status: 200, body: ParamList{}}}, errors: []int{400, 403}}}},
+		{pattern: "GET /internal/params/{name}", handler: s.cron(s.getParam), ops: []op{{
+			summary: "One PR-* parameter", auth: authCron,
+			params:    []param{{name: "bank_id", in: "query", description: "a bank's per-bank value"}},
+			responses: []response{{status: 200, body: params.Value{}}}, errors: []int{400, 403, 404}}}},
+		{pattern: "POST /internal/params/{name}", handler: s.cron(s.jsonBody(s.setParam)), ops: []op{{
+			summary: "Change a PR-* parameter from the value read (CAS), with its evidence_ref, on the GLOBAL chain", auth: authCron,
+			request: ParamChangeRequest{}, responses: []response{{status: 200, body: params.Result{}}},
+			errors: []int{400, 403, 404, 409, 415, 422}}}},
 		{pattern: "POST /internal/system-mode/quorum-report", handler: s.cron(s.quorumReport), ops: []op{{
 			summary: "A replica quorum report (ReconcileQuorum)", auth: authCron, request: QuorumReport{},
 			responses: []response{{status: 200, body: ModeChange{}}}, errors: []int{400, 403}}}},

@@ -346,11 +346,13 @@ func casesSettleDriftHere(ctx context.Context, e *env, id, drift, by, note strin
 	return gateway.CaseDriftResponse(id, st), nil
 }
 
+// printJSON writes v as indented JSON to stdout: the --json form of every
+// command's answer.
 func printJSON(e *env, v any) int {
 	enc := json.NewEncoder(e.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		fmt.Fprintln(e.Stderr, "zcgw cases:", err)
+		fmt.Fprintln(e.Stderr, "zcgw:", err)
 		return 1
 	}
 	return 0

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/entitystate"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
@@ -42,10 +43,10 @@ const (
 // SweepSLA.
 const ReasonSLAExceeded = "SLA_EXCEEDED"
 
-// DefaultSLA is the deadline given to a case whose opener names none
-// (spec 003 CASE_SLA_SEC; its value is not in the spec volumes we have:
-// see docs/coordinator-support.md).
-const DefaultSLA = 4 * time.Hour
+// DefaultSLA is PR-CASE-SLA's default: the deadline given to a case whose
+// opener names none (spec 003 CASE_SLA_SEC; its value is not in the spec
+// volumes we have: see docs/coordinator-support.md).
+const DefaultSLA = params.DefaultCaseSLA
 
 // allowedFrom lists the states each target state may be entered from.
 // RESOLVED is terminal; a case never returns to OPEN.
@@ -69,12 +70,19 @@ type Cases struct {
 }
 
 // New returns Cases using clk, logging to log (nil: discard), with sla as
-// the default deadline (<= 0: DefaultSLA).
+// the default deadline. sla <= 0 (what a node passes) reads PR-CASE-SLA
+// from the parameter ledger when each case opens (default DefaultSLA), so
+// an operator's change applies to the next case without a restart.
 func New(clk clock.Clock, log *slog.Logger, sla time.Duration) *Cases {
-	if sla <= 0 {
-		sla = DefaultSLA
-	}
 	return &Cases{clk: clk, log: zclog.OrDiscard(log), sla: sla}
+}
+
+// slaTx is the default SLA in force inside tx.
+func (c *Cases) slaTx(ctx context.Context, tx *store.Tx) (time.Duration, error) {
+	if c.sla > 0 {
+		return c.sla, nil
+	}
+	return params.DurationTx(ctx, tx, params.CaseSLA)
 }
 
 // OpenRequest describes one detection.
@@ -157,7 +165,11 @@ func (c *Cases) OpenCase(ctx context.Context, tx *store.Tx, req OpenRequest) (Op
 	id := "CASE-" + newUUID()
 	deadline := req.SLADeadline
 	if deadline.IsZero() {
-		deadline = now.Add(c.sla)
+		sla, err := c.slaTx(ctx, tx)
+		if err != nil {
+			return Opened{}, err
+		}
+		deadline = now.Add(sla)
 	}
 	var evidence sql.NullString
 	if len(req.EvidenceRefs) > 0 {

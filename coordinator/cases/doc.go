@@ -14,6 +14,6 @@
 //
 // Every state change goes through coordinator/entitystate, so each one
 // appends EntityStateLog in the same transaction. It imports only
-// coordinator/store, clock, domainerr, entitystate and zclog, and must not
-// write Transactions, FinalityLog or H.
+// coordinator/store, clock, domainerr, entitystate, params (PR-CASE-SLA)
+// and zclog, and must not write Transactions, FinalityLog or H.
 package cases

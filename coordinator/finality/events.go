@@ -79,6 +79,9 @@ const (
 	// (no state change; state_from = state_to = the transfer's state).
 	CorePostingApplied EventType = "CorePostingApplied"
 	CorePostingBlocked EventType = "CorePostingBlocked"
+	// ParameterChanged: an operator changed a PR-* parameter (spec 002
+	// §12.7: evidence_ref; GLOBAL chain, coordinator/params).
+	ParameterChanged EventType = "ParameterChanged"
 )
 
 var declared = map[EventType]bool{}
@@ -102,6 +105,7 @@ func init() {
 		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
 		ReversalCompleted, DnsCycleCancelled,
 		CorePostingApplied, CorePostingBlocked,
+		ParameterChanged,
 	} {
 		declared[e] = true
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
@@ -51,9 +52,10 @@ type Banks interface {
 
 // Timeouts are the timeout sweep's limits (spec 004 state reason codes),
 // measured from Transactions.pending_since (the start of the current wait,
-// written by the lane primitives). Their values are PR-* parameters not
-// fixed in the spec volumes; the defaults are documented in
-// docs/orchestrator.md.
+// written by the lane primitives). They are PR-* parameters: these are
+// their defaults for the orchestrator (zero: the coordinator/params
+// default), and a value an operator set in the parameter ledger wins,
+// read at use time (docs/orchestrator.md).
 type Timeouts struct {
 	// Exec: DECIDED_TO_SETTLE with no payer execution after this long ->
 	// SUSPENDED, SUSPEND_EXEC_TIMEOUT. Default 60s.
@@ -161,16 +163,16 @@ func New(cfg Config) (*Orchestrator, error) {
 		cfg.FinalityLog = finality.New(cfg.Clock)
 	}
 	if cfg.Timeouts.Exec <= 0 {
-		cfg.Timeouts.Exec = 60 * time.Second
+		cfg.Timeouts.Exec = params.DefaultExecTimeout
 	}
 	if cfg.Timeouts.PayeeProof <= 0 {
-		cfg.Timeouts.PayeeProof = 60 * time.Second
+		cfg.Timeouts.PayeeProof = params.DefaultPayeeProofTimeout
 	}
 	if cfg.Timeouts.Suspended <= 0 {
-		cfg.Timeouts.Suspended = 24 * time.Hour
+		cfg.Timeouts.Suspended = params.DefaultSuspendedTimeout
 	}
 	if cfg.Timeouts.AdapterDownAfter <= 0 {
-		cfg.Timeouts.AdapterDownAfter = 3
+		cfg.Timeouts.AdapterDownAfter = int(params.DefaultAdapterDownAfter)
 	}
 	if cfg.Backoff.Base <= 0 {
 		cfg.Backoff.Base = time.Second
@@ -183,7 +185,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	shortest := min(cfg.Timeouts.Exec, cfg.Timeouts.PayeeProof, cfg.Timeouts.Suspended)
 	if cfg.Lease <= 0 {
-		cfg.Lease = min(30*time.Second, shortest/2)
+		cfg.Lease = min(params.DefaultLease, shortest/2)
 	}
 	if cfg.Lease >= shortest {
 		return nil, fmt.Errorf("%w: Config.Lease %s, Timeouts.Exec %s, PayeeProof %s, Suspended %s",

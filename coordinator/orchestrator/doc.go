@@ -26,7 +26,7 @@
 // is not a DomainError is retried.
 //
 // It imports coordinator packages only (lane, finality, sysmode, hlimit,
-// idem, cases, participants, bankapi, store, clock, domainerr) and never
+// idem, cases, participants, params, bankapi, store, clock, domainerr) and never
 // gateway, adapter, outbox, jobs or formats. It never writes
 // Transactions.state or owner itself: only through coordinator/lane.
 package orchestrator

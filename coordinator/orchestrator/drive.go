@@ -482,7 +482,11 @@ func (o *Orchestrator) execFailed(ctx context.Context, r txRow, callErr error, r
 			if err := setProgress(ctx, tx, r.TxID, now, "exec_failures = ?", n); err != nil {
 				return err
 			}
-			if n >= o.to.AdapterDownAfter && suspendable {
+			to, err := o.timeoutsTx(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if n >= to.AdapterDownAfter && suspendable {
 				_, err := o.lanes.SuspendInTx(ctx, tx, lane.Suspend{TxID: r.TxID, From: r.State, To: lane.Suspended,
 					ReasonCode: ReasonSuspendAdapterDown, Payload: map[string]any{"cause_reason_code": domainerr.Code(callErr), "failures": n}})
 				return err

@@ -125,13 +125,17 @@ func debitSettledRequest(r txRow, settledAt string) *bankapi.DebitSettledRequest
 
 // decideInTx applies the decision (from -> DECIDED_TO_SETTLE) inside tx
 // and records the execute-debit body it decides to send, its execution
-// deadline fixed now: the decision instant plus Timeouts.Exec. bankRes is
+// deadline fixed now: the decision instant plus the exec timeout in force. bankRes is
 // the payer bank's reservation_ref ("" without a reservation).
 func (o *Orchestrator) decideInTx(ctx context.Context, tx *store.Tx, r txRow, from lane.TxState, bankRes string) error {
 	if err := o.applyInTx(ctx, tx, o.decision(r.TxID, from)); err != nil {
 		return err
 	}
+	to, err := o.timeoutsTx(ctx, tx)
+	if err != nil {
+		return err
+	}
 	now := o.clk.Now()
 	r.DecisionProofRef, r.BankRes = decisionProofRef(r.TxID), bankRes
-	return recordRequestInTx(ctx, tx, r.TxID, executeDebitRequest(r, now.Add(o.to.Exec)), now)
+	return recordRequestInTx(ctx, tx, r.TxID, executeDebitRequest(r, now.Add(to.Exec)), now)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
@@ -127,10 +128,10 @@ func newTxID() string {
 func idemKey(issuer, key string) string { return "PI:" + issuer + ":" + key }
 
 // EffectiveLane is the lane a transfer runs in: EXPRESS and STANDARD
-// transfers strictly above the payer's hv_threshold (PR-HV-THRESHOLD,
-// default 100,000,000) escalate to HIGH_VALUE.
-func EffectiveLane(requested string, amount int64, payer participants.Participant) string {
-	if (requested == LaneExpress || requested == LaneStandard) && amount > payer.EffectiveHVThreshold() {
+// transfers strictly above threshold (the payer's hv_threshold, or else
+// PR-HV-THRESHOLD as the parameter ledger holds it) escalate to HIGH_VALUE.
+func EffectiveLane(requested string, amount, threshold int64) string {
+	if (requested == LaneExpress || requested == LaneStandard) && amount > threshold {
 		return LaneHighValue
 	}
 	return requested
@@ -199,7 +200,12 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		if txid == "" {
 			txid = newTxID()
 		}
-		eff := EffectiveLane(req.Lane, req.Amount.Value, payer)
+		prHV, err := params.GetTx(ctx, tx, params.HVThreshold)
+		if err != nil {
+			return nil, err
+		}
+		hv := payer.HVThresholdOr(prHV)
+		eff := EffectiveLane(req.Lane, req.Amount.Value, hv)
 		if eff != req.Lane && req.Payee.AccountHash == "" {
 			return nil, domainerr.New("MISSING_FIELD", "payee.account_hash is required: the amount takes the transfer to "+eff+
 				", which does not resolve pspr_ref", map[string]any{"field": "payee.account_hash", "lane": eff})
@@ -214,7 +220,7 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": eff,
 			hlimit.DailyDateKey: daily.BusinessDate} // what a cancel gives back to
 		if eff != req.Lane {
-			payload["hv_escalation"] = map[string]any{"hv_threshold": payer.EffectiveHVThreshold(), "parameter": "PR-HV-THRESHOLD"}
+			payload["hv_escalation"] = map[string]any{"hv_threshold": hv, "parameter": string(params.HVThreshold)}
 		}
 		ins, err := o.lanes.InsertTxInTx(ctx, tx, lane.NewTx{TxID: txid, Lane: eff, AmountValue: req.Amount.Value, Currency: req.Amount.Currency,
 			PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,

@@ -44,14 +44,18 @@ func (o *Orchestrator) stale(ctx context.Context, state lane.TxState, cutoff tim
 func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := o.clk.Now()
+	to, err := o.timeouts(ctx)
+	if err != nil {
+		return res, err
+	}
 	// T2: DECIDED_TO_SETTLE without the payer's execution in time.
-	rows, err := o.stale(ctx, lane.DecidedToSettle, now.Add(-o.to.Exec))
+	rows, err := o.stale(ctx, lane.DecidedToSettle, now.Add(-to.Exec))
 	if err != nil {
 		return res, err
 	}
 	for _, s := range rows {
 		r, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: s.txid, From: lane.DecidedToSettle, To: lane.Suspended,
-			ReasonCode: ReasonSuspendExecTimeout, Payload: map[string]any{"timeout_sec": int64(o.to.Exec / time.Second)}})
+			ReasonCode: ReasonSuspendExecTimeout, Payload: map[string]any{"timeout_sec": int64(to.Exec / time.Second)}})
 		if err != nil {
 			return res, err
 		}
@@ -60,12 +64,12 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// T2': PAYER_EXEC_CONFIRMED without the payee's execution in time.
-	if rows, err = o.stale(ctx, lane.PayerExecConfirmed, now.Add(-o.to.PayeeProof)); err != nil {
+	if rows, err = o.stale(ctx, lane.PayerExecConfirmed, now.Add(-to.PayeeProof)); err != nil {
 		return res, err
 	}
 	for _, s := range rows {
 		r, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: s.txid, From: lane.PayerExecConfirmed, To: lane.Suspended,
-			ReasonCode: ReasonSuspendPayeeProofTimeout, Payload: map[string]any{"timeout_sec": int64(o.to.PayeeProof / time.Second)}})
+			ReasonCode: ReasonSuspendPayeeProofTimeout, Payload: map[string]any{"timeout_sec": int64(to.PayeeProof / time.Second)}})
 		if err != nil {
 			return res, err
 		}
@@ -74,7 +78,7 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// T3: SUSPENDED for longer than the limit -> FAILED_EXECUTION, with a Case.
-	if rows, err = o.stale(ctx, lane.Suspended, now.Add(-o.to.Suspended)); err != nil {
+	if rows, err = o.stale(ctx, lane.Suspended, now.Add(-to.Suspended)); err != nil {
 		return res, err
 	}
 	for _, s := range rows {
@@ -89,7 +93,7 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 			r, err := o.lanes.TransitionInTx(ctx, tx, lane.Transition{TxID: s.txid, From: lane.Suspended, To: lane.FailedExecution,
 				EventType: finality.FailedExecution, SetColumns: map[string]any{"reason_code": ReasonFailedExecTimeout, "case_id": opened.CaseID},
 				Payload: map[string]any{"reason_code": ReasonFailedExecTimeout, "case_id": opened.CaseID,
-					"timeout_sec": int64(o.to.Suspended / time.Second)}})
+					"timeout_sec": int64(to.Suspended / time.Second)}})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/ident"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -23,10 +24,11 @@ const (
 	ModeSendOnly    = "SEND_ONLY"
 )
 
-// DefaultHVThreshold is PR-HV-THRESHOLD's fallback (spec 003 Participants,
+// DefaultHVThreshold is PR-HV-THRESHOLD's default (spec 003 Participants,
 // 002 §12.9): 100,000,000 JPY. A transfer strictly above the payer's
-// threshold escalates to HIGH_VALUE.
-const DefaultHVThreshold int64 = 100_000_000
+// threshold escalates to HIGH_VALUE. The value in force is the parameter
+// ledger's (coordinator/params); a participant's hv_threshold overrides it.
+const DefaultHVThreshold = params.DefaultHVThreshold
 
 // Participant is one Participants row as administered here (h_used and the
 // daily total are read-only here).
@@ -51,11 +53,15 @@ type Participant struct {
 
 // EffectiveHVThreshold is the participant's hv_threshold, or
 // DefaultHVThreshold when it has none.
-func (p Participant) EffectiveHVThreshold() int64 {
+func (p Participant) EffectiveHVThreshold() int64 { return p.HVThresholdOr(DefaultHVThreshold) }
+
+// HVThresholdOr is the participant's hv_threshold, or fallback (the
+// PR-HV-THRESHOLD in force) when it has none.
+func (p Participant) HVThresholdOr(fallback int64) int64 {
 	if p.HVThreshold != nil {
 		return *p.HVThreshold
 	}
-	return DefaultHVThreshold
+	return fallback
 }
 
 // WindowOpen reports whether the operating window is open at t (JST
@@ -224,6 +230,32 @@ func (r *Registry) Create(ctx context.Context, p Participant) (Participant, erro
 // Update replaces the administered fields of an existing participant
 // (everything but h_used, the daily total and registered_at).
 func (r *Registry) Update(ctx context.Context, p Participant) (Participant, error) {
+	return r.update(ctx, p, false)
+}
+
+func eqInt(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+// limitsUnchanged refuses p when a limit differs from cur's.
+func limitsUnchanged(cur, p Participant) error {
+	for _, l := range []struct {
+		field, param string
+		same         bool
+	}{
+		{"h_limit", string(params.HLimit), cur.HLimit == p.HLimit},
+		{"tx_amount_limit", string(params.TxAmountLimit), eqInt(cur.TxAmountLimit, p.TxAmountLimit)},
+		{"daily_amount_limit", string(params.DailyAmountLimit), eqInt(cur.DailyAmountLimit, p.DailyAmountLimit)},
+		{"hv_threshold", string(params.HVThreshold), eqInt(cur.HVThreshold, p.HVThreshold)},
+	} {
+		if !l.same {
+			return domainerr.New("INVALID_REQUEST", "participant: "+l.field+" is the PR-* value "+l.param+
+				": change it through the parameter ledger (POST /internal/params/"+l.param+" with bank_id and evidence_ref; zcgw params set --bank)",
+				map[string]any{"field": l.field, "parameter": l.param, "bank_id": p.BankID})
+		}
+	}
+	return nil
+}
+
+func (r *Registry) update(ctx context.Context, p Participant, keepLimits bool) (Participant, error) {
 	if err := p.Validate(); err != nil {
 		return Participant{}, err
 	}
@@ -237,6 +269,15 @@ func (r *Registry) Update(ctx context.Context, p Participant) (Participant, erro
 	err := r.db.Write(ctx, func(tx *store.Tx) error {
 		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 			return err
+		}
+		if keepLimits {
+			cur, err := GetInTx(ctx, tx, p.BankID)
+			if err != nil {
+				return err
+			}
+			if err := limitsUnchanged(cur, p); err != nil {
+				return err
+			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE Participants SET bank_name = ?, ingress_base_url = ?, h_limit = ?, is_active = ?,
 			participation_mode = ?, tx_amount_limit = ?, daily_amount_limit = ?, hv_threshold = ?,
@@ -254,6 +295,17 @@ func (r *Registry) Update(ctx context.Context, p Participant) (Participant, erro
 		return err
 	})
 	return out, err
+}
+
+// UpdateProfile is the operator's update through the API: Update, except
+// that the limits (h_limit, tx_amount_limit, daily_amount_limit,
+// hv_threshold) are PR-* values that change only through the parameter
+// ledger (coordinator/params, with evidence_ref). A body whose limits
+// differ from the stored ones is refused (INVALID_REQUEST naming the field
+// and its parameter); the comparison and the update are one transaction,
+// so a limit changed meanwhile is never overwritten.
+func (r *Registry) UpdateProfile(ctx context.Context, p Participant) (Participant, error) {
+	return r.update(ctx, p, true)
 }
 
 // Get reads one participant; a missing one is PARTICIPANT_NOT_FOUND.

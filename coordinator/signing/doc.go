@@ -16,7 +16,7 @@
 //     refused), used for the HMAC-SHA256 fallback and for /api API keys,
 //     compared in constant time.
 //
-// It imports only coordinator/store, idem, clock and domainerr (and
-// golang.org/x/text for NFC). It must not import gateway or adapter; both
+// It imports only coordinator/store, idem, clock, domainerr and params
+// (PR-SIGNATURE-SKEW), and golang.org/x/text for NFC. It must not import gateway or adapter; both
 // the coordinator's bank client and the gateway's verifier import it.
 package signing

@@ -12,12 +12,13 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/params"
 )
 
-// DefaultSkew is the accepted difference between a signature's time and
-// the verifier's clock, either way (the spec leaves the value to PR-*
-// governance; docs/gateway.md records this default).
-const DefaultSkew = 5 * time.Minute
+// DefaultSkew is PR-SIGNATURE-SKEW's default: the accepted difference
+// between a signature's time and the verifier's clock, either way (the
+// spec leaves the value to PR-* governance; coordinator/params).
+const DefaultSkew = params.DefaultSignatureSkew
 
 // NewNonce returns a random 128-bit hex nonce.
 func NewNonce() string {
@@ -71,8 +72,12 @@ type Verifier struct {
 	Registry *Registry
 	Nonces   Nonces
 	Clock    clock.Clock
-	// Skew is the accepted clock difference (default DefaultSkew).
-	Skew time.Duration
+	// Skew is a fixed accepted clock difference. Zero reads
+	// PR-SIGNATURE-SKEW from Params at each check (the parameter ledger,
+	// so an operator's change applies without a restart), or DefaultSkew
+	// without Params.
+	Skew   time.Duration
+	Params params.Source
 	// OwnerType is the owner_type a key must have (OwnerZC for bank
 	// ingress). A key of another owner is ZC_SIGNATURE_WRONG_OWNER.
 	OwnerType string
@@ -87,11 +92,24 @@ func (v *Verifier) now() time.Time {
 	return v.Clock.Now()
 }
 
-func (v *Verifier) skew() time.Duration {
-	if v.Skew <= 0 {
-		return DefaultSkew
+// skew is the accepted clock difference in force.
+func (v *Verifier) skew(ctx context.Context) (time.Duration, error) {
+	switch {
+	case v.Skew > 0:
+		return v.Skew, nil
+	case v.Params != nil:
+		return v.Params.Duration(ctx, params.SignatureClockSkew)
 	}
-	return v.Skew
+	return DefaultSkew, nil
+}
+
+// checkTime is CheckTime with the skew in force.
+func (v *Verifier) checkTime(ctx context.Context, sigTime string, now time.Time) (time.Time, error) {
+	skew, err := v.skew(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return CheckTime(sigTime, now, skew)
 }
 
 // CheckTime parses an RFC3339 signing time and refuses it when it is more
@@ -139,7 +157,7 @@ func (v *Verifier) CheckHeaders(ctx context.Context, h http.Header) (Pending, er
 	p := Pending{v: v, keyID: h.Get(HeaderKeyID), nonce: h.Get(HeaderNonce), sigTime: h.Get(HeaderTime), receivedAt: v.now()}
 	sig := h.Get(HeaderSignature)
 	if p.keyID == "" {
-		return p, v.checkHMACHeaders(&p, sig)
+		return p, v.checkHMACHeaders(ctx, &p, sig)
 	}
 	if sig == "" || p.nonce == "" || p.sigTime == "" {
 		return p, domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature, nonce and signing time headers are required",
@@ -151,7 +169,7 @@ func (v *Verifier) CheckHeaders(ctx context.Context, h http.Header) (Pending, er
 			map[string]any{"key_id": p.keyID})
 	}
 	p.sig = raw
-	signedAt, err := CheckTime(p.sigTime, p.receivedAt, v.skew())
+	signedAt, err := v.checkTime(ctx, p.sigTime, p.receivedAt)
 	if err != nil {
 		return p, err
 	}
@@ -170,7 +188,7 @@ func (v *Verifier) CheckHeaders(ctx context.Context, h http.Header) (Pending, er
 	return p, nil
 }
 
-func (v *Verifier) checkHMACHeaders(p *Pending, sig string) error {
+func (v *Verifier) checkHMACHeaders(ctx context.Context, p *Pending, sig string) error {
 	if sig == "" {
 		return domainerr.New("MISSING_SIGNATURE", "request is not signed", nil)
 	}
@@ -185,7 +203,7 @@ func (v *Verifier) checkHMACHeaders(p *Pending, sig string) error {
 		return domainerr.New("INVALID_HMAC", "signature is not a hex HMAC-SHA256", nil)
 	}
 	p.sig = mac
-	_, err = CheckTime(p.sigTime, p.receivedAt, v.skew())
+	_, err = v.checkTime(ctx, p.sigTime, p.receivedAt)
 	return err
 }
 
@@ -283,7 +301,7 @@ func (v *Verifier) VerifyQuery(ctx context.Context, h http.Header, method, path,
 		return domainerr.New("EXTERNAL_SIGNATURE_INVALID", "participant signature headers are incomplete", map[string]any{"key_id": keyID})
 	}
 	now := v.now() // the receive time: revocation and validity are judged at it too
-	signedAt, err := CheckTime(q.SigTime, now, v.skew())
+	signedAt, err := v.checkTime(ctx, q.SigTime, now)
 	if err != nil {
 		return err
 	}

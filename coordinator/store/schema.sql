@@ -491,6 +491,23 @@ CREATE TABLE IF NOT EXISTS SystemMode (
 INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('QUORUM_LOSS_READONLY', 0);
 INSERT OR IGNORE INTO SystemMode (mode, active) VALUES ('BCP_READONLY', 0);
 
+-- ParameterLedger: the current value of each PR-* parameter an operator
+-- changed (spec 002 §12.7-§12.9; coordinator/params declares the
+-- parameters, their bounds and defaults: a parameter without a row has its
+-- default). Only params.Ledger.Set writes it, a guarded update whose
+-- ParameterChanged entry on the GLOBAL chain (old, new, evidence_ref,
+-- reason, who) commits in the same transaction; the chain is the history.
+CREATE TABLE IF NOT EXISTS ParameterLedger (
+  name         TEXT    PRIMARY KEY,               -- 'PR-HV-THRESHOLD', ...
+  value        INTEGER NOT NULL,                  -- JPY, whole seconds or a count (params.Kind)
+  version      INTEGER NOT NULL DEFAULT 1,        -- +1 per change
+  evidence_ref TEXT    NOT NULL,                  -- the change's evidence (§12.7)
+  reason       TEXT    NOT NULL,
+  changed_by   TEXT    NOT NULL,                  -- the operator
+  changed_at   TEXT    NOT NULL,                  -- RFC3339 UTC
+  log_id       TEXT    NOT NULL                   -- the GLOBAL-chain FinalityLog entry of the change
+);
+
 -- ---------------------------------------------------------------- orchestrator (zcgw, issue 5)
 
 -- OrchestratorQueue: the orchestrator's durable work items (spec 000 ch. 2

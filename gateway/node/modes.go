@@ -26,26 +26,37 @@ func OpenModes(ctx context.Context, dataDir string, clk clock.Clock) (ctl *sysmo
 	if clk == nil {
 		clk = clock.System{}
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	db, log, close, err := openOperator(ctx, dataDir, clk)
+	if err != nil {
 		return nil, nil, err
+	}
+	return sysmode.NewController(db, log, clk, nil), close, nil
+}
+
+// openOperator takes the node lock of a data folder no node serves, opens
+// its zc.db and a FinalityLog carrying the event-outbox hook (OpenModes,
+// OpenParams). close releases everything.
+func openOperator(ctx context.Context, dataDir string, clk clock.Clock) (db *store.DB, log *finality.Log, close func() error, err error) {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, nil, nil, err
 	}
 	id := procid.Ephemeral("cli", clk)
 	lock, err := procid.Acquire(dataDir, procid.Info{PID: os.Getpid(), Node: id.Node, Epoch: id.Epoch, Started: clock.Stamp(clk.Now())})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	db, err := store.OpenCoordinator(ctx, filepath.Join(dataDir, "zc.db"))
+	db, err = store.OpenCoordinator(ctx, filepath.Join(dataDir, "zc.db"))
 	if err != nil {
 		lock.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	close = func() error { return errors.Join(db.Close(), lock.Close()) }
 	signer, err := loadSigningKey(ctx, filepath.Join(dataDir, SigningKeyFile), signing.NewRegistry(db, clk), clk)
 	if err != nil {
 		close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	log := finality.New(clk)
+	log = finality.New(clk)
 	events.Install(log, events.Producer{}, &events.Signer{KeyID: signer.KeyID, PrivateKey: signer.PrivateKey})
-	return sysmode.NewController(db, log, clk, nil), close, nil
+	return db, log, close, nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -331,8 +332,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}
 	n.Gateway, err = gateway.New(gateway.Config{
 		Coordinator: n.Orchestrator, DB: n.DB, Participants: n.Orchestrator.Participants(), Banks: handlers,
-		Ingress: &signing.Verifier{Registry: n.Keys, Nonces: nonces, Clock: opts.Clock, OwnerType: signing.OwnerZC, HMAC: hmacSecret},
-		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock},
+		Ingress: &signing.Verifier{Registry: n.Keys, Nonces: nonces, Clock: opts.Clock, OwnerType: signing.OwnerZC, HMAC: hmacSecret, Params: params.Reader{DB: n.DB}},
+		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock, Params: params.Reader{DB: n.DB}},
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),

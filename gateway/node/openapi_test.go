@@ -225,6 +225,13 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(400, n, "POST", "/internal/dns/cancel", "", cronHdr, `{}`)
 	c.call(n, "POST", "/internal/dns/cancel", "", cronHdr, fmt.Sprintf(`{"cycle_id":%q,"reason":"openapi","actor":"ops"}`, kick.field("cycle_id")))
 
+	// the parameter ledger: list, one, a change refused without evidence, a change
+	c.want(200, n, "GET", "/internal/params", "", cronHdr, "")
+	c.want(404, n, "GET", "/internal/params/PR-NOPE", "", cronHdr, "")
+	c.want(200, n, "GET", "/internal/params/PR-CASE-SLA", "", cronHdr, "")
+	c.want(422, n, "POST", "/internal/params/PR-CASE-SLA", "", cronHdr, `{"old_value":"4h","value":"2h","reason":"r","operator":"ops"}`)
+	c.want(200, n, "POST", "/internal/params/PR-CASE-SLA", "", cronHdr, `{"old_value":"4h","value":"2h","evidence_ref":"CAB-1","reason":"r","operator":"ops"}`)
+
 	// Cases: the list, and an unknown Case
 	c.want(200, n, "GET", "/api/cases?status=OPEN&limit=10", ops, p01, "")
 	c.want(404, n, "GET", "/api/cases/CASE-NOPE", ops, p01, "")
