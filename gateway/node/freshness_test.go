@@ -43,6 +43,24 @@ func TestFreshnessComesFromReadModelLag(t *testing.T) {
 	if f, _ := n.freshness(t, txid); f != "GREEN" {
 		t.Fatalf("settled transfer: %s, want GREEN", f)
 	}
+	// Each leg's CorePostingApplied entry touches the row's updated_at:
+	// wait for both, so the lag below is measured from the row's last
+	// update.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var landed int
+		if err := n.DB.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ?`,
+				txid, string(finality.CorePostingApplied)).Scan(&landed)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if landed == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 CorePostingApplied entries after 20s", landed)
+		}
+	}
 	var updated string
 	if err := n.DB.Read(ctx, func(tx *store.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT updated_at FROM Transactions WHERE txid = ?`, txid).Scan(&updated)
