@@ -40,15 +40,17 @@ type RefundBody struct {
 }
 
 // refundRoutes are POST (decide and send) and GET (show) of
-// /internal/transfers/{txid}/refund, and misrecord-correct, behind the
-// internal credential, for a coordinator that offers them.
+// /internal/transfers/{txid}/refund behind the internal credential, and
+// spec 004's POST /api/transfers/{txid}/misrecord-correct for the
+// operator, for a coordinator that offers them.
 func (s *Server) refundRoutes() []route {
 	var t []route
 	if c, ok := s.cfg.Coordinator.(Corrector); ok {
-		t = append(t, route{pattern: "POST /internal/transfers/{txid}/misrecord-correct", handler: s.cron(s.jsonBody(s.misrecordCorrect(c))), ops: []op{{
-			summary: "Correct a misrecorded field of a transfer before it settles (spec 004 misrecord-correct)", auth: authCron,
+		// spec 004 names this route under /api, operator scope.
+		t = append(t, route{pattern: "POST /api/transfers/{txid}/misrecord-correct", handler: s.perimeter(s.operatorOnly(s.jsonBody(s.misrecordCorrect(c)))), ops: []op{{
+			summary: "Correct a misrecorded field of a transfer before it settles (spec 004 misrecord-correct; four eyes, evidence)", auth: authOperator,
 			request: MisrecordBody{}, responses: []response{{status: 200, body: orchestrator.Correction{}}},
-			errors: []int{400, 403, 404, 409, 415, 422}}}})
+			errors: []int{400, 401, 403, 404, 409, 415, 422}}}})
 	}
 	rf, ok := s.cfg.Coordinator.(Refunder)
 	if !ok {

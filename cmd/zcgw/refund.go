@@ -159,7 +159,7 @@ func runCorrect(ctx context.Context, e *env, args []string) int {
 	req := orchestrator.MisrecordRequest{TxID: txid, Field: *field, Value: *value, RequestedBy: *by, ApprovedBy: *approved,
 		EvidenceRef: *evidence, Note: *note}
 	var out orchestrator.Correction
-	err := onNode(ctx, e, "correct", http.MethodPost, "/internal/transfers/"+url.PathEscape(txid)+"/misrecord-correct",
+	err := onNode(ctx, e, "correct", http.MethodPost, "/api/transfers/"+url.PathEscape(txid)+"/misrecord-correct",
 		gateway.MisrecordBody{Field: req.Field, Value: req.Value, RequestedBy: req.RequestedBy, ApprovedBy: req.ApprovedBy,
 			EvidenceRef: req.EvidenceRef, Note: req.Note}, &out, func(n *node.Node) error {
 			var err error

@@ -241,7 +241,7 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	// refund and misrecord-correct: a settled transfer is refused
 	c.want(404, n, "GET", "/internal/transfers/ZCTX-NOPE/refund", "", cronHdr, "")
 	c.call(n, "POST", "/internal/transfers/"+txid+"/refund", "", cronHdr, `{"requested_by":"ops","evidence_ref":"EV-1"}`)
-	c.call(n, "POST", "/internal/transfers/"+txid+"/misrecord-correct", "", cronHdr,
+	c.call(n, "POST", "/api/transfers/"+txid+"/misrecord-correct", ops, nil,
 		`{"field":"payee_account_hash","value":"h:002-0002","requested_by":"ops","approved_by":"lead","evidence_ref":"EV-2"}`)
 
 	// every bank ingress command, signed with the ZC egress key

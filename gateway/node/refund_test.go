@@ -79,7 +79,7 @@ func TestMisrecordCorrectOverHTTP(t *testing.T) {
 	txid := a.field("txid")
 	n.waitState(t, txid, "SUSPENDED", 20*time.Second)
 	cron := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
-	path := "/internal/transfers/" + txid + "/misrecord-correct"
+	path := "/api/transfers/" + txid + "/misrecord-correct"
 	if r := n.do(t, "POST", path, "", cron, `{"field":"payee_account_hash","value":"h:002-0001","requested_by":"ops-1","approved_by":"ops-1","evidence_ref":"CALL-1"}`); r.status != 422 || r.field("reason_code") != "FOUR_EYES_REQUIRED" {
 		t.Fatalf("one operator: %d %s", r.status, r.body)
 	}
