@@ -240,7 +240,6 @@ func defaultShown(v params.Value) string {
 	return v.Format(v.Default)
 }
 
-
 func paramsSet(ctx context.Context, e *env, c params.Change, value, old string, asJSON bool) int {
 	d, err := params.Lookup(c.Name)
 	if err != nil {
