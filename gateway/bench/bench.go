@@ -205,7 +205,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			case <-tick.C:
 				if o.Progress != nil {
 					s, _ := countStates(progCtx, n.DB)
-					fmt.Fprintf(o.Progress, "bench: %5.1fs posted %d/%d, settled %d, failed POSTs %d\n",
+					fmt.Fprintf(o.Progress, "zcgw bench: %5.1fs posted %d/%d, settled %d, failed POSTs %d\n",
 						time.Since(start).Seconds(), posted.Load(), o.N, s["SETTLED"], failed.Load())
 				}
 			}
