@@ -34,7 +34,7 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "new folder; removed at the end unless --keep) with K banks (default 4), 3 funded accounts each, the")
 	fmt.Fprintln(w, "embedded MQ and synchronous=FULL, and drives it over HTTP as banks do: POST /api/transfers with the")
 	fmt.Fprintln(w, "payer bank's API key and an idempotency key. -n transfers (default 1000) from -c clients (default 16),")
-	fmt.Fprintln(w, "each posting its next when answered (closed loop); --rate R posts R transfers/s whatever is in flight")
+	fmt.Fprintln(w, "each posting its next once its last is SETTLED or CANCELLED (closed loop); --rate R posts R transfers/s whatever is in flight (open loop)")
 	fmt.Fprintln(w, "(open loop). --lanes gives each lane's percent (only EXPRESS so far). One progress line a second on")
 	fmt.Fprintln(w, "stderr, then the report: settled transfers/s, POST and POST->SETTLED latency (p50, p99, p99.9; the")
 	fmt.Fprintln(w, "SETTLED instant is its FinalityLog entry, read after the run), commits per settled transfer for each")

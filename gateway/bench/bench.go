@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		posted, failed atomic.Int64
 		firstErr       error
 	)
-	post := func(i int) {
+	post := func(i int) (txid string) {
 		payer := i % o.Banks
 		payee := (payer + 1 + (i/o.Banks)%(o.Banks-1)) % o.Banks
 		acct := (i/o.Banks)%accountsPerBank + 1
@@ -185,10 +186,12 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			if firstErr == nil {
 				firstErr = err
 			}
-			return
+			return ""
 		}
 		posted.Add(1)
+		txid = out.TxID
 		sents = append(sents, sent{txid: out.TxID, payer: pb + "/" + fmt.Sprintf("h:%s-%04d", pb, acct), payee: qb + "/" + fmt.Sprintf("h:%s-%04d", qb, acct), amount: amount, at: t, post: d})
+		return txid
 	}
 
 	start := time.Now()
@@ -221,14 +224,20 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			<-tick.C
 		}
 		tick.Stop()
-	} else { // closed loop: Clients clients, each posts its next when answered
+	} else { // closed loop: Clients clients, each posts its next once its last is terminal
+		watch := newTerminalWatch()
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go watch.run(watchCtx, n.DB)
 		work := make(chan int)
 		for c := 0; c < o.Clients; c++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := range work {
-					post(i)
+					if txid := post(i); txid != "" {
+						watch.wait(ctx, txid)
+					}
 				}
 			}()
 		}
@@ -325,6 +334,75 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		}
 	}
 	return rep, check(ctx, n, cfg, opening, sents, states, &rep)
+}
+
+// terminalWatch tells closed-loop clients when their transfer has
+// finished. One goroutine reads the states of every transfer in flight in
+// one query every 5 ms, so the watching costs the node one read per tick
+// whatever the number of clients (a bank waits for each answer; it does
+// not add load of its own while it waits).
+type terminalWatch struct {
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+}
+
+func newTerminalWatch() *terminalWatch {
+	return &terminalWatch{waiting: map[string]chan struct{}{}}
+}
+
+// wait blocks until txid is SETTLED or CANCELLED, or ctx ends.
+func (w *terminalWatch) wait(ctx context.Context, txid string) {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	w.waiting[txid] = ch
+	w.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// run polls until ctx ends.
+func (w *terminalWatch) run(ctx context.Context, db *store.DB) {
+	for clock.Sleep(ctx, 5*time.Millisecond) {
+		w.mu.Lock()
+		ids := make([]any, 0, len(w.waiting))
+		for id := range w.waiting {
+			ids = append(ids, id)
+		}
+		w.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		var done []string
+		err := db.Read(ctx, func(tx *store.Tx) error {
+			rows, err := tx.QueryContext(ctx, `SELECT txid FROM Transactions WHERE state IN ('SETTLED','CANCELLED') AND txid IN (?`+
+				strings.Repeat(",?", len(ids)-1)+`)`, ids...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				done = append(done, id)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			continue // the next tick reads again
+		}
+		w.mu.Lock()
+		for _, id := range done {
+			if ch, ok := w.waiting[id]; ok {
+				close(ch)
+				delete(w.waiting, id)
+			}
+		}
+		w.mu.Unlock()
+	}
 }
 
 func laneString(ls []LaneShare) string {
