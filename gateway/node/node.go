@@ -120,6 +120,9 @@ type Node struct {
 	Keys         *signing.Registry
 	Client       *bankclient.Client
 	Transport    *embedded.Transport
+	// NonceDB is the ingress nonce store (ingress-nonces.db); zcgw bench
+	// reads its commit counter.
+	NonceDB *store.DB
 	// Jobs is the batch-job runner behind POST /internal/cron/{job}, with
 	// every job body registered (registerAllJobs; JobCatalog lists them).
 	Jobs *scheduler.Runner
@@ -247,6 +250,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return n, err
 	}
 	n.closers = append(n.closers, nonceDB.Close)
+	n.NonceDB = nonceDB
 	nonces := signing.NewDBNonces(nonceDB, opts.Clock)
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/zcgw/zcgw/gateway/bench"
+	"github.com/zcgw/zcgw/gateway/node"
+)
+
+// zcgw bench: starts a node in-process on a fresh data folder, drives it
+// over HTTP as banks do, prints throughput, latency, commits per database
+// and CPU, and exits 1 when an invariant is breached (issue 13 item 1).
+func init() {
+	register("bench", command{
+		Summary: "measure settled transfers/s on a fresh in-process node, then check the invariants",
+		Run:     runBench,
+		Usage:   benchUsage,
+	})
+}
+
+// benchBeforeCheck, when set (tests), runs after the load and before the
+// invariant checks: a test breaks an invariant there on purpose.
+var benchBeforeCheck func(ctx context.Context, n *node.Node) error
+
+func benchUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R] [--banks K] [--lanes EXPRESS=100] [--data DIR [--keep]] [--json]")
+	fmt.Fprintln(w, "Starts a node in this process on a fresh data folder (a temporary one unless --data names an empty or")
+	fmt.Fprintln(w, "new folder; removed at the end unless --keep) with K banks (default 4), 3 funded accounts each, the")
+	fmt.Fprintln(w, "embedded MQ and synchronous=FULL, and drives it over HTTP as banks do: POST /api/transfers with the")
+	fmt.Fprintln(w, "payer bank's API key and an idempotency key. -n transfers (default 1000) from -c clients (default 16),")
+	fmt.Fprintln(w, "each posting its next once its last is SETTLED or CANCELLED (closed loop); --rate R posts R transfers/s whatever is in flight (open loop)")
+	fmt.Fprintln(w, "(open loop). --lanes gives each lane's percent (only EXPRESS so far). One progress line a second on")
+	fmt.Fprintln(w, "stderr, then the report: settled transfers/s, POST and POST->SETTLED latency (p50, p99, p99.9; the")
+	fmt.Fprintln(w, "SETTLED instant is its FinalityLog entry, read after the run), commits per settled transfer for each")
+	fmt.Fprintln(w, "database (each commit is one WAL fsync under synchronous=FULL), CPU seconds per 1,000 transfers and")
+	fmt.Fprintln(w, "peak RSS. Then the invariants: every transfer terminal, each account and bank's money conserved,")
+	fmt.Fprintln(w, "every posting applied exactly once at its core, every FinalityLog chain verifying.")
+	fmt.Fprintln(w, "Exit 0: all held; 1: an invariant was breached (named on stderr) or the run failed; 2: bad usage.")
+}
+
+func runBench(ctx context.Context, e *env, args []string) int {
+	globalData := e.DataDir
+	fs := e.flagSet("bench")
+	fs.Usage = func() { benchUsage(e.Stderr) }
+	n := fs.Int("n", 1000, "transfers")
+	c := fs.Int("c", 16, "concurrent clients (closed loop)")
+	rate := fs.Float64("rate", 0, "transfers/s (open loop)")
+	banks := fs.Int("banks", 4, "banks")
+	lanes := fs.String("lanes", "EXPRESS=100", "lane percents")
+	keep := fs.Bool("keep", false, "keep the data folder")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.Stderr, "zcgw bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	ls, err := bench.ParseLanes(*lanes)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 2
+	}
+	if *n <= 0 || *c <= 0 || *rate < 0 || *banks < 2 {
+		fmt.Fprintln(e.Stderr, "zcgw bench: -n and -c must be > 0, --rate >= 0, --banks >= 2")
+		return 2
+	}
+	dir, explicit := e.DataDir, dataGiven(fs, globalData)
+	if explicit {
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			fmt.Fprintf(e.Stderr, "zcgw bench: --data %s is not empty: bench needs a fresh folder\n", dir)
+			return 2
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+			return 1
+		}
+	} else if dir, err = os.MkdirTemp("", "zcgw-bench-"); err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 1
+	}
+	if *keep {
+		fmt.Fprintf(e.Stderr, "zcgw bench: data folder %s (kept)\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir,
+		Progress: e.Stderr, BeforeCheck: benchBeforeCheck})
+	var br *bench.Breach
+	if err != nil && !errors.As(err, &br) {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 1
+	}
+	if *asJSON {
+		if code := printJSON(e, struct {
+			bench.Report
+			Breach string `json:"breach,omitempty"`
+		}{rep, breachText(br)}); code != 0 {
+			return code
+		}
+	} else {
+		printBench(e.Stdout, rep)
+	}
+	if br != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench: FAILED:", br)
+		return 1
+	}
+	if !*asJSON {
+		fmt.Fprintf(e.Stdout, "invariants held: %s (%d chains verified)\n", strings.Join(rep.Invariants, ", "), rep.ChainsVerified)
+	}
+	return 0
+}
+
+// dataGiven reports whether the user named the data folder: --data after
+// `bench`, or the global --data (which differs from ZCGW_DATA or ./var).
+// ZCGW_DATA alone does not count: a bench never runs on a served folder.
+func dataGiven(fs *flag.FlagSet, global string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "data" })
+	def := os.Getenv("ZCGW_DATA")
+	if def == "" {
+		def = "./var"
+	}
+	return given || global != def
+}
+
+func breachText(b *bench.Breach) string {
+	if b == nil {
+		return ""
+	}
+	return b.Error()
+}
+
+func printBench(w io.Writer, r bench.Report) {
+	mode := fmt.Sprintf("closed loop, %d clients", r.Clients)
+	if r.Rate > 0 {
+		mode = fmt.Sprintf("open loop, %.0f/s", r.Rate)
+	}
+	fmt.Fprintf(w, "zcgw bench: %d transfers (%s), %d banks, lanes %s\n", r.Transfers, mode, r.Banks, r.Lanes)
+	fmt.Fprintf(w, "settled            %d (cancelled %d) in %.2fs: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.Seconds, r.SettledPerSec)
+	fmt.Fprintf(w, "POST latency       p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.Post.P50, r.Post.P99, r.Post.P999)
+	fmt.Fprintf(w, "POST->SETTLED      p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.PostToSettled.P50, r.PostToSettled.P99, r.PostToSettled.P999)
+	fmt.Fprintf(w, "commits per settled transfer (= fsyncs: WAL, synchronous=FULL):\n")
+	for _, d := range r.DBs {
+		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)
+	}
+	fmt.Fprintf(w, "  %-22s %8.2f\n", "all databases", r.CommitsPerTx)
+	fmt.Fprintf(w, "CPU                %.2f s per 1,000 transfers (user+sys of this process)\n", r.CPUPer1000)
+	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
+}

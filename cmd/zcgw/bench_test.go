@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/gateway/node"
+)
+
+// TestBenchRunsAndReports: a small closed-loop run settles every transfer,
+// reports positive rates and per-database commits, holds every invariant,
+// and removes its data folder (no --keep).
+func TestBenchRunsAndReports(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bench")
+	code, out, errs := zcgwIn(context.Background(), "bench", "-n", "40", "-c", "4", "--banks", "2", "--data", dir, "--json")
+	if code != 0 {
+		t.Fatalf("zcgw bench: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		Settled       int     `json:"settled"`
+		Cancelled     int     `json:"cancelled"`
+		SettledPerSec float64 `json:"settled_per_s"`
+		Post          struct {
+			P50 float64 `json:"p50_ms"`
+		} `json:"post_latency"`
+		PostToSettled struct {
+			P50 float64 `json:"p50_ms"`
+			P99 float64 `json:"p99_ms"`
+		} `json:"post_to_settled_latency"`
+		DBs []struct {
+			File    string `json:"file"`
+			Commits int64  `json:"commits"`
+		} `json:"dbs"`
+		CommitsPerTx   float64  `json:"commits_per_settled"`
+		CPUPer1000     float64  `json:"cpu_s_per_1000"`
+		PeakRSSMB      float64  `json:"peak_rss_mb"`
+		Invariants     []string `json:"invariants_checked"`
+		ChainsVerified int      `json:"chains_verified"`
+		Breach         string   `json:"breach"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is no JSON: %v\n%s", err, out)
+	}
+	if rep.Settled != 40 || rep.Cancelled != 0 || rep.SettledPerSec <= 0 || rep.Post.P50 <= 0 || rep.PostToSettled.P50 <= 0 || rep.PostToSettled.P99 < rep.PostToSettled.P50 ||
+		rep.CommitsPerTx <= 0 || rep.CPUPer1000 <= 0 || rep.PeakRSSMB <= 0 || rep.Breach != "" || rep.ChainsVerified < 40 {
+		t.Errorf("report: %+v", rep)
+	}
+	if got := strings.Join(rep.Invariants, ","); got != "terminal,accounts,conservation,exactly-once,chains-verify" {
+		t.Errorf("invariants checked: %s", got)
+	}
+	files := map[string]int64{}
+	for _, d := range rep.DBs {
+		files[d.File] = d.Commits
+	}
+	for _, f := range []string{"zc.db", "ingress-nonces.db", "bank 001 adapter", "bank 001 core", "bank 002 adapter", "bank 002 core"} {
+		if files[f] <= 0 {
+			t.Errorf("database %s: %d commits in the report", f, files[f])
+		}
+	}
+	if !strings.Contains(errs, "posted") {
+		t.Errorf("no progress line on stderr:\n%s", errs)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("data folder %s not removed without --keep: %v", dir, err)
+	}
+}
+
+// TestBenchExitsNonZeroOnBreach: a run whose cores were tampered with
+// after the load (one balance off by one yen; one journal line gone) must
+// exit 1 and name the invariant it broke.
+func TestBenchExitsNonZeroOnBreach(t *testing.T) {
+	for _, tc := range []struct{ name, sql, want string }{
+		{"balance", `UPDATE CoreAccounts SET balance = balance + 1 WHERE account = (SELECT MIN(account) FROM CoreAccounts)`, "invariant accounts breached"},
+		{"journal", `DELETE FROM CoreJournal WHERE journal_id = (SELECT MAX(journal_id) FROM CoreJournal WHERE source != 'OPENING')`, "invariant exactly-once breached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			benchBeforeCheck = func(ctx context.Context, n *node.Node) error {
+				return n.Banks["001"].Core.DB().Write(ctx, func(tx *store.Tx) error {
+					res, err := tx.ExecContext(ctx, tc.sql)
+					if err != nil {
+						return err
+					}
+					if k, _ := res.RowsAffected(); k != 1 {
+						t.Errorf("tamper changed %d rows", k)
+					}
+					return nil
+				})
+			}
+			t.Cleanup(func() { benchBeforeCheck = nil })
+			code, out, errs := zcgwIn(context.Background(), "bench", "-n", "8", "-c", "2", "--banks", "2")
+			if code != 1 || !strings.Contains(errs, "zcgw bench: FAILED: "+tc.want) || strings.Contains(out, "invariants held") {
+				t.Fatalf("exit %d, want 1 naming %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, out, errs)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/gateway/node"
+)
+
+// LaneShare is one lane's share of the transfers (percent).
+type LaneShare struct {
+	Lane    string
+	Percent int
+}
+
+// supportedLanes are the lanes bench can drive to a terminal state without
+// a batch job (STANDARD waits for its DNS cycle: a later mode).
+var supportedLanes = map[string]bool{"EXPRESS": true}
+
+// ParseLanes parses "EXPRESS=80,STANDARD=20"; the shares must sum to 100.
+func ParseLanes(s string) ([]LaneShare, error) {
+	var out []LaneShare
+	sum := 0
+	for _, part := range strings.Split(s, ",") {
+		name, pct, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("--lanes %q: %q is not LANE=PERCENT", s, part)
+		}
+		p, err := strconv.Atoi(pct)
+		if err != nil || p < 0 || p > 100 {
+			return nil, fmt.Errorf("--lanes %q: %s: percent %q is not an integer 0..100", s, name, pct)
+		}
+		name = strings.ToUpper(name)
+		if !supportedLanes[name] {
+			return nil, fmt.Errorf("--lanes %q: lane %s is not supported by zcgw bench yet (only EXPRESS settles without a batch job)", s, name)
+		}
+		out = append(out, LaneShare{Lane: name, Percent: p})
+		sum += p
+	}
+	if sum != 100 {
+		return nil, fmt.Errorf("--lanes %q: the shares sum to %d, want 100", s, sum)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Percent > out[j].Percent })
+	return out, nil
+}
+
+// laneOf picks the lane of transfer i by its share (deterministic).
+func laneOf(lanes []LaneShare, i int) string {
+	k := i % 100
+	for _, l := range lanes {
+		if k < l.Percent {
+			return l.Lane
+		}
+		k -= l.Percent
+	}
+	return lanes[0].Lane
+}
+
+// accountsPerBank is how many funded customer accounts each bank has.
+const accountsPerBank = 3
+
+// openingBalance is each customer account's opening balance (yen).
+const openingBalance = 1_000_000_000
+
+// Config builds a node configuration with k real-time banks (001, 002, …),
+// accountsPerBank funded accounts each, and one API key per bank, extending
+// node.DefaultConfig (whose secrets and operator key it keeps).
+func Config(k int) node.Config {
+	c := node.DefaultConfig()
+	c.Addr = "127.0.0.1:0"
+	tmpl := c.Banks[0]
+	var keys []node.APIKey
+	for _, key := range c.APIKeys {
+		if key.Scope != signing.ScopeParticipant {
+			keys = append(keys, key)
+		}
+	}
+	c.Banks = nil
+	for i := 0; i < k; i++ {
+		id := fmt.Sprintf("%03d", i+1)
+		b := node.BankConfig{BankID: id, Name: "Bank " + id, HLimit: tmpl.HLimit, RealTime: true}
+		for n := 1; n <= accountsPerBank; n++ {
+			b.Accounts = append(b.Accounts, node.Account{Hash: fmt.Sprintf("h:%s-%04d", id, n),
+				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i%26, n), Balance: openingBalance})
+		}
+		c.Banks = append(c.Banks, b)
+		secret := node.DefaultConfig().APIKeys[0].Secret // a fresh random secret
+		keys = append(keys, node.APIKey{Scope: signing.ScopeParticipant, BankID: id, Name: "bank-" + id, Secret: secret})
+	}
+	c.APIKeys = keys
+	return c
+}

@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseLanes(t *testing.T) {
+	ls, err := ParseLanes("express=100")
+	if err != nil || len(ls) != 1 || ls[0] != (LaneShare{"EXPRESS", 100}) {
+		t.Fatalf("ParseLanes(express=100) = %v, %v", ls, err)
+	}
+	for in, want := range map[string]string{
+		"EXPRESS=80":               "sum to 80",
+		"EXPRESS":                  "is not LANE=PERCENT",
+		"EXPRESS=x":                `percent "x"`,
+		"EXPRESS=101":              `percent "101"`,
+		"EXPRESS=80,STANDARD=20":   "lane STANDARD is not supported",
+		"EXPRESS=50,EXPRESS=50,X=": "percent \"\"",
+	} {
+		if _, err := ParseLanes(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseLanes(%q) = %v, want an error saying %q", in, err, want)
+		}
+	}
+}
+
+func TestConfigHasKFundedBanksWithKeys(t *testing.T) {
+	c := Config(5)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Banks) != 5 || c.Banks[4].BankID != "005" || len(c.Banks[4].Accounts) != accountsPerBank || c.Banks[4].Accounts[0].Balance != openingBalance {
+		t.Fatalf("banks: %+v", c.Banks)
+	}
+	seen := map[string]bool{}
+	for _, b := range c.Banks {
+		k := c.KeyFor(b.BankID)
+		if k == "" || seen[k] {
+			t.Errorf("bank %s: API key %q missing or shared", b.BankID, k)
+		}
+		seen[k] = true
+	}
+}
