@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -282,50 +281,11 @@ func onNode(ctx context.Context, e *env, cmd, method, path string, body, out any
 	return direct(n)
 }
 
-// askNode sends one request to the node serving the folder with its
-// operator credential and decodes a 2xx answer into out; a catalog error
-// body comes back as a *domainerr.Error.
+// askNode is callNode for the refund, correct and dns commands: it says
+// which node it asks first.
 func askNode(ctx context.Context, e *env, cmd string, info procid.Info, method, path string, body, out any) error {
-	who := fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr)
-	if info.Addr == "" {
-		return fmt.Errorf("the data folder %s is served by %s, which is not listening yet: try again, or stop it", e.DataDir, who)
-	}
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+info.Addr+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if err := authorizeNode(e.DataDir, req); err != nil {
-		return fmt.Errorf("credentials for %s: %w", who, err)
-	}
-	fmt.Fprintf(e.Stderr, "zcgw %s: %s serves %s: asking it\n", cmd, who, e.DataDir)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask %s: %w", who, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("read the answer of %s: %w", who, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return json.Unmarshal(raw, out)
-	}
-	var eb domainerr.Body
-	if json.Unmarshal(raw, &eb) != nil || eb.ReasonCode == "" {
-		return fmt.Errorf("%s answered %s: %s", who, resp.Status, bytes.TrimSpace(raw))
-	}
-	return &domainerr.Error{Code: eb.ReasonCode, Category: domainerr.Category(eb.Category), Message: eb.Error, Details: eb.Details}
+	fmt.Fprintf(e.Stderr, "zcgw %s: node %s (pid %d, addr %s) serves %s: asking it\n", cmd, info.Node, info.PID, info.Addr, e.DataDir)
+	return callNode(ctx, e, info, method, path, body, out)
 }
 
 // cliFail prints an error (a catalog error with its reason code and

@@ -31,11 +31,20 @@ func refuseIfServed(e *env, cmd, why string) (int, bool) {
 	return 1, true
 }
 
+// nodeError is the catalog error a node answered, with the node named; it
+// unwraps to the *domainerr.Error so callers can read its code and details.
+type nodeError struct {
+	err *domainerr.Error
+	who string
+}
+
+func (e *nodeError) Error() string { return fmt.Sprintf("%s: %s (answered by %s)", e.err.Code, e.err.Message, e.who) }
+func (e *nodeError) Unwrap() error { return e.err }
+
 // callNode sends an operator request to the node serving e.DataDir (info
 // from procid.Running), with the folder's operator credential
-// (authorizeNode), and decodes a 200 answer into out. Any other answer is
-// an error: the node's catalog error (reason code and message) when it
-// sent one.
+// (authorizeNode), and decodes a 2xx answer into out. Any other answer is
+// an error: the node's catalog error (a *nodeError) when it sent one.
 func callNode(ctx context.Context, e *env, info procid.Info, method, path string, body, out any) error {
 	return callNodeWith(ctx, e, info, method, path, nil, body, out)
 }
@@ -75,12 +84,12 @@ func callNodeWith(ctx context.Context, e *env, info procid.Info, method, path st
 	if err != nil {
 		return fmt.Errorf("read the answer of %s: %w", who, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		var eb domainerr.Body
 		if json.Unmarshal(raw, &eb) != nil || eb.ReasonCode == "" {
 			return fmt.Errorf("%s answered %s: %s", who, resp.Status, bytes.TrimSpace(raw))
 		}
-		return fmt.Errorf("%s: %s (answered by %s)", eb.ReasonCode, eb.Error, who)
+		return &nodeError{err: &domainerr.Error{Code: eb.ReasonCode, Category: domainerr.Category(eb.Category), Message: eb.Error, Details: eb.Details}, who: who}
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("the answer of %s: %w", who, err)

@@ -362,10 +362,15 @@ func (l *Ledger) History(ctx context.Context, f Filter) ([]Run, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
+	return l.queryRuns(ctx, "history", `SELECT `+runCols+` FROM JobRuns WHERE (? = '' OR job = ?) AND (? = 0 OR run_id < ?)
+		ORDER BY run_id DESC LIMIT ?`, f.Job, f.Job, f.BeforeID, f.BeforeID, f.Limit)
+}
+
+// queryRuns reads the runs query selects (its columns: runCols).
+func (l *Ledger) queryRuns(ctx context.Context, op, query string, args ...any) ([]Run, error) {
 	var out []Run
 	err := l.db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM JobRuns WHERE (? = '' OR job = ?) AND (? = 0 OR run_id < ?)
-			ORDER BY run_id DESC LIMIT ?`, f.Job, f.Job, f.BeforeID, f.BeforeID, f.Limit)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -380,7 +385,7 @@ func (l *Ledger) History(ctx context.Context, f Filter) ([]Run, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ledger: history: %w", err)
+		return nil, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	return out, nil
 }
@@ -475,25 +480,6 @@ func PruneRepeatingRuns(ctx context.Context, tx *store.Tx, before string) (int64
 // ordered by job: what the metrics report as the last run and its status.
 // The inner GROUP BY reads the (job, …) index only.
 func (l *Ledger) LastRuns(ctx context.Context) ([]Run, error) {
-	var out []Run
-	err := l.db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM JobRuns
-			WHERE run_id IN (SELECT MAX(run_id) FROM JobRuns GROUP BY job) ORDER BY job`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger: last runs: %w", err)
-	}
-	return out, nil
+	return l.queryRuns(ctx, "last runs", `SELECT `+runCols+` FROM JobRuns
+		WHERE run_id IN (SELECT MAX(run_id) FROM JobRuns GROUP BY job) ORDER BY job`)
 }
