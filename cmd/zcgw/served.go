@@ -38,7 +38,9 @@ type nodeError struct {
 	who string
 }
 
-func (e *nodeError) Error() string { return fmt.Sprintf("%s: %s (answered by %s)", e.err.Code, e.err.Message, e.who) }
+func (e *nodeError) Error() string {
+	return fmt.Sprintf("%s: %s (answered by %s)", e.err.Code, e.err.Message, e.who)
+}
 func (e *nodeError) Unwrap() error { return e.err }
 
 // callNode sends an operator request to the node serving e.DataDir (info
