@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/zcgw/zcgw/gateway/bench"
@@ -55,6 +56,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	lanes := fs.String("lanes", "EXPRESS=100", "lane percents")
 	keep := fs.Bool("keep", false, "keep the data folder")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -89,6 +91,19 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.Stderr, "zcgw bench: data folder %s (kept)\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir,
 		Progress: e.Stderr, BeforeCheck: benchBeforeCheck})

@@ -71,7 +71,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	defer db.Close()
-	orch, err := orchestrator.New(orchestrator.Config{DB: db, GroupCommit: true})
+	orch, err := orchestrator.New(orchestrator.Config{DB: db})
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2

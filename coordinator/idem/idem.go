@@ -269,13 +269,11 @@ func (k *Keys) SweepDB(ctx context.Context, db *store.DB) (s Swept, err error) {
 // returns IDEMPOTENCY_KEY_CONFLICT. If fn fails, nothing is stored and the
 // key stays free.
 //
-// w is the coordinator database (*store.DB, one commit per call) or
-// store.Grouped(db) (the call shares a commit with concurrent callers, in
-// its own savepoint). The semantics are the same with both: a call that
-// fails leaves no trace and does not affect its neighbours in a group, and
-// Once returns only after the claim and the response are durable.
-func (k *Keys) Once(ctx context.Context, w store.Writer, key string, body []byte, fn func(tx *store.Tx) ([]byte, error)) (response []byte, replayed bool, err error) {
-	err = w.Write(ctx, func(tx *store.Tx) error {
+// The call shares a commit with concurrent writers of db (group commit):
+// a call that fails leaves no trace and does not affect its neighbours,
+// and Once returns only after the claim and the response are durable.
+func (k *Keys) Once(ctx context.Context, db *store.DB, key string, body []byte, fn func(tx *store.Tx) ([]byte, error)) (response []byte, replayed bool, err error) {
+	err = db.Write(ctx, func(tx *store.Tx) error {
 		r, err := k.Acquire(ctx, tx, key, body)
 		if err != nil {
 			return err

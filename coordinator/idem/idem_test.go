@@ -330,7 +330,7 @@ func holdGroup(t *testing.T, db *store.DB, release <-chan struct{}) <-chan struc
 	held, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := db.WriteGrouped(context.Background(), func(*store.Tx) error { close(held); <-release; return nil }); err != nil {
+		if err := db.Write(context.Background(), func(*store.Tx) error { close(held); <-release; return nil }); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -342,7 +342,6 @@ func TestOnceGroupedKeepsSemanticsPerCaller(t *testing.T) {
 	db := openDB(t)
 	k := New(clock.NewManual(t0), nil)
 	ctx := context.Background()
-	w := store.Grouped(db)
 	const callers = 32
 	boom := errors.New("boom")
 	var sharedRuns atomic.Int32
@@ -370,7 +369,7 @@ func TestOnceGroupedKeepsSemanticsPerCaller(t *testing.T) {
 				fn = func(*store.Tx) ([]byte, error) { return nil, fmt.Errorf("caller %d: %w", i, boom) }
 			}
 			started.Done()
-			resp, replayed, err := k.Once(ctx, w, key, []byte("body"), fn)
+			resp, replayed, err := k.Once(ctx, db, key, []byte("body"), fn)
 			results[i] = result{string(resp), replayed, err}
 		}()
 	}
@@ -416,7 +415,7 @@ func TestOnceGroupedKeepsSemanticsPerCaller(t *testing.T) {
 		t.Errorf("%d commits for %d grouped callers: commits were not shared", c, callers)
 	}
 	// A changed body is still a conflict through the grouped writer.
-	if _, _, err := k.Once(ctx, w, "TX:same:n:001", []byte("changed"), nil); !domainerr.Has(err, "IDEMPOTENCY_KEY_CONFLICT") {
+	if _, _, err := k.Once(ctx, db, "TX:same:n:001", []byte("changed"), nil); !domainerr.Has(err, "IDEMPOTENCY_KEY_CONFLICT") {
 		t.Fatalf("changed body: %v", err)
 	}
 }

@@ -154,7 +154,7 @@ func BenchmarkTransition8GoroutinesGroupCommit(b *testing.B) {
 	ctx := context.Background()
 	const workers = 8
 	e, ids := benchEnv(b, workers)
-	g := e.lanes.WithGroupCommit()
+	g := e.lanes
 	b.ResetTimer()
 	before := e.db.Stats().Commits
 	var wg sync.WaitGroup

@@ -39,7 +39,7 @@ type CancelResult struct {
 // CancelInFlightTx runs c in its own write transaction.
 func (l *Lanes) CancelInFlightTx(ctx context.Context, c Cancel) (CancelResult, error) {
 	var res CancelResult
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.CancelInTx(ctx, tx, c)
 		return err

@@ -17,7 +17,7 @@ import (
 func TestGroupCommitKeepsPrimitiveGuarantees(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	g := e.lanes.WithGroupCommit()
+	g := e.lanes
 	const rows = 8
 	ids := []string{"TX-G0", "TX-G1", "TX-G2", "TX-G3", "TX-G4", "TX-G5", "TX-G6", "TX-G7"}
 	for _, id := range ids {

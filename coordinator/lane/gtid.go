@@ -31,7 +31,7 @@ type GtidResult struct {
 // TransitionGtidWithLog runs t in its own write transaction.
 func (l *Lanes) TransitionGtidWithLog(ctx context.Context, t GtidTransition) (GtidResult, error) {
 	var res GtidResult
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.TransitionGtidInTx(ctx, tx, t)
 		return err

@@ -45,7 +45,7 @@ type InsertResult struct {
 // InsertTxWithLog creates n in its own write transaction.
 func (l *Lanes) InsertTxWithLog(ctx context.Context, n NewTx) (InsertResult, error) {
 	var res InsertResult
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.InsertTxInTx(ctx, tx, n)
 		return err

@@ -33,7 +33,6 @@ type Lanes struct {
 	gate   WritableGate
 	clock  clock.Clock
 	logger *slog.Logger
-	write  func(ctx context.Context, fn func(tx *store.Tx) error) error
 
 	// afterCAS is a fault-injection point for tests: called right after a
 	// CAS applied and before the FinalityLog append.
@@ -52,17 +51,7 @@ func New(db *store.DB, log *finality.Log, gate WritableGate, clk clock.Clock, lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Lanes{db: db, log: log, gate: gate, clock: clk, logger: logger, write: db.Write}
-}
-
-// WithGroupCommit returns primitives that commit through
-// store.DB.WriteGrouped: concurrent calls share one commit (each in its own
-// savepoint, so each is still all-or-nothing and returns only once
-// durable). Same API, same results; higher throughput under concurrency.
-func (l *Lanes) WithGroupCommit() *Lanes {
-	c := *l
-	c.write = l.db.WriteGrouped
-	return &c
+	return &Lanes{db: db, log: log, gate: gate, clock: clk, logger: logger}
 }
 
 // DB is the database the primitives write to (for batching callers:

@@ -24,7 +24,7 @@ type Handoff struct {
 // TransferOwnership runs h in its own write transaction.
 func (l *Lanes) TransferOwnership(ctx context.Context, h Handoff) (Result, error) {
 	var res Result
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.TransferOwnershipInTx(ctx, tx, h)
 		return err

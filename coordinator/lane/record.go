@@ -37,7 +37,7 @@ type Record struct {
 // RecordWithLog runs r in its own write transaction.
 func (l *Lanes) RecordWithLog(ctx context.Context, r Record) (Result, error) {
 	var res Result
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.RecordInTx(ctx, tx, r)
 		return err

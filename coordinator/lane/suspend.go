@@ -33,7 +33,7 @@ type SuspendResult struct {
 // SuspendTx runs s in its own write transaction.
 func (l *Lanes) SuspendTx(ctx context.Context, s Suspend) (SuspendResult, error) {
 	var res SuspendResult
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.SuspendInTx(ctx, tx, s)
 		return err

@@ -42,7 +42,7 @@ type Result struct {
 // TransitionWithLog runs t in its own write transaction.
 func (l *Lanes) TransitionWithLog(ctx context.Context, t Transition) (Result, error) {
 	var res Result
-	err := l.write(ctx, func(tx *store.Tx) error {
+	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		res, err = l.TransitionInTx(ctx, tx, t)
 		return err

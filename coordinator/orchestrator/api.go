@@ -116,13 +116,6 @@ type Config struct {
 	// (owner VENUE:BOJ) until RunVenue is called; by default the worker runs
 	// the simulated venue right after instructing it.
 	ManualVenue bool
-	// GroupCommit makes Submit commit through store.Grouped(DB): concurrent
-	// Submits share one commit (one fsync), each in its own savepoint, so a
-	// refused Submit never undoes or fails its neighbours and every Submit
-	// still returns only once its transfer is durable. Idempotency is
-	// unchanged. Worth it when many Submits run at once (file drops, busy
-	// gateways); the worker's step commits are not grouped.
-	GroupCommit bool
 }
 
 // Orchestrator drives transfers. It is safe for concurrent use; several

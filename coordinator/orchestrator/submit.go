@@ -151,12 +151,8 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("orchestrator: encode request: %w", err)
 	}
-	w, ctx, err := o.submitWriter(ctx)
-	if err != nil {
-		return SubmitResult{}, err
-	}
 	var accepted SubmitResult
-	resp, replayed, err := o.keys.Once(ctx, w, idemKey(issuer, key), body, func(tx *store.Tx) ([]byte, error) {
+	resp, replayed, err := o.keys.Once(ctx, o.db, idemKey(issuer, key), body, func(tx *store.Tx) ([]byte, error) {
 		// Read-only modes refuse new transfers before anything else.
 		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 			return nil, err
@@ -269,24 +265,6 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 	}
 	out.Replayed = replayed
 	return out, nil
-}
-
-// submitWriter is the Writer Submit commits through and the context its
-// statements run with. With Config.GroupCommit it is store.Grouped(o.db),
-// and a Submit that was not cancelled before it queued runs to the end
-// with a context that is never cancelled: a cancelled statement context
-// makes SQLite interrupt the connection, which can roll back the whole
-// shared transaction and so fail every Submit of the group. The caller
-// waits for the group's commit either way (milliseconds), so it still
-// gets its own answer.
-func (o *Orchestrator) submitWriter(ctx context.Context) (store.Writer, context.Context, error) {
-	if !o.cfg.GroupCommit {
-		return o.db, ctx, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	return store.Grouped(o.db), context.WithoutCancel(ctx), nil
 }
 
 // checkTxLimit refuses an amount above the payer's tx_amount_limit

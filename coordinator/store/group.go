@@ -2,17 +2,20 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/zcgw/zcgw/coordinator/failpoint"
 )
 
-// Group commit: WriteGrouped runs each caller's fn in its own savepoint of
-// a shared write transaction and commits the group with one fsync. While
-// one group commits, new callers queue up and form the next group, so the
+// Group commit. Every Write goes through one writer per database: callers
+// queue, and while one group commits the next forms. A group runs its
+// callers' fns one after another in arrival order, each in its own
+// savepoint of one write transaction, and commits them with one fsync.
+// A lone caller runs without a savepoint, as a plain transaction. So the
 // commit rate stays at the disk's fsync rate while the work rate grows
-// with concurrency. Durability is unchanged: WriteGrouped returns only
-// after the commit that holds the caller's writes.
+// with concurrency, and durability is unchanged: Write returns only after
+// the commit that holds the caller's writes.
 
 // maxGroup bounds how many callers share one commit.
 const maxGroup = 256
@@ -25,21 +28,32 @@ type groupReq struct {
 	done  chan struct{}
 }
 
-// WriteGrouped is Write with group commit. fn's writes are all-or-nothing
-// as with Write: an error (or panic, re-raised in the caller) rolls back to
-// fn's savepoint and leaves the rest of the group alone. Callers in one
-// group run one after another in arrival order and see each other's
-// writes, exactly as consecutive Write calls would. If the group's commit
-// fails, every caller in it gets that error.
-func (db *DB) WriteGrouped(ctx context.Context, fn func(tx *Tx) error) error {
+// Write runs fn in a write transaction and returns once the commit that
+// holds fn's writes is durable. fn's writes are all-or-nothing: an error
+// (or a panic, re-raised in the caller) undoes them and leaves concurrent
+// callers' writes alone. Concurrent callers share commits (group commit):
+// they run one after another in arrival order and see each other's
+// writes, exactly as consecutive transactions would. If the commit fails,
+// every caller in it gets that error. A context cancelled before fn starts
+// returns its error and writes nothing; once fn runs in a shared
+// transaction its statements are not interrupted (that would abandon the
+// neighbours' writes too).
+//
+// fn must not call Write on the same database (it would wait for itself).
+func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := &groupReq{ctx: ctx, fn: fn, done: make(chan struct{})}
 	db.groupMu.Lock()
+	if db.closed {
+		db.groupMu.Unlock()
+		return errClosed
+	}
 	db.groupQueue = append(db.groupQueue, r)
 	if !db.groupLeading {
 		db.groupLeading = true
+		db.groupRunning.Add(1)
 		go db.leadGroups()
 	}
 	db.groupMu.Unlock()
@@ -50,9 +64,12 @@ func (db *DB) WriteGrouped(ctx context.Context, fn func(tx *Tx) error) error {
 	return r.err
 }
 
+var errClosed = errors.New("store: database is closed")
+
 // leadGroups commits queued callers group by group until the queue is
 // empty.
 func (db *DB) leadGroups() {
+	defer db.groupRunning.Done()
 	for {
 		db.groupMu.Lock()
 		n := min(len(db.groupQueue), maxGroup)
@@ -64,7 +81,10 @@ func (db *DB) leadGroups() {
 		group := db.groupQueue[:n:n]
 		db.groupQueue = db.groupQueue[n:]
 		db.groupMu.Unlock()
-
+		if n == 1 {
+			db.runAlone(group[0])
+			continue
+		}
 		err := db.run(context.Background(), db.w, func(tx *Tx) error {
 			tx.shared = true
 			for _, r := range group {
@@ -86,6 +106,26 @@ func (db *DB) leadGroups() {
 			close(r.done)
 		}
 	}
+}
+
+// runAlone runs a lone caller's fn as the whole transaction, with the
+// caller's context (nothing else shares it, so cancelling it may
+// interrupt a statement and roll back).
+func (db *DB) runAlone(r *groupReq) {
+	defer close(r.done)
+	defer func() {
+		if p := recover(); p != nil {
+			r.panic = p
+		}
+	}()
+	r.err = db.run(r.ctx, db.w, func(tx *Tx) error {
+		if err := r.fn(tx); err != nil {
+			return err
+		}
+		failpoint.Hit("store.before-group-commit")
+		return nil
+	}, true)
+	failpoint.Hit("store.after-group-commit")
 }
 
 // runInSavepoint runs one caller's fn between SAVEPOINT and RELEASE,

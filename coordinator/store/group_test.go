@@ -25,7 +25,7 @@ func TestWriteGroupedIsolatesEachCaller(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			defer func() { panics[i] = recover() }()
-			errs[i] = db.WriteGrouped(ctx, func(tx *Tx) error {
+			errs[i] = db.Write(ctx, func(tx *Tx) error {
 				if _, err := tx.ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1"); err != nil {
 					return err
 				}
@@ -87,7 +87,7 @@ func TestWriteGroupedHonoursCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ran := false
-	err = db.WriteGrouped(ctx, func(tx *Tx) error { ran = true; return nil })
+	err = db.Write(ctx, func(tx *Tx) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {
 		t.Fatalf("err %v ran %v", err, ran)
 	}
@@ -111,7 +111,7 @@ func TestWriteGroupedCallerCancelledMidWrite(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			errs[i] = db.WriteGrouped(ctx, func(tx *Tx) error {
+			errs[i] = db.Write(ctx, func(tx *Tx) error {
 				if i%2 == 0 {
 					cancel() // the caller gives up while its write is under way
 				}

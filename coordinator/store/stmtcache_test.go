@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestWriterStatementCache(t *testing.T) {
+func TestStatementCache(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
 	if err != nil {
@@ -28,11 +28,11 @@ func TestWriterStatementCache(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := db.cachedStmt(upsert); !ok {
+		if _, ok := db.wstmts.get(upsert); !ok {
 			t.Fatalf("after write %d the statement is not cached", i+1)
 		}
 	}
-	if _, ok := db.cachedStmt(script); ok {
+	if _, ok := db.wstmts.get(script); ok {
 		t.Fatal("multi-statement script was cached")
 	}
 	var v, n int
@@ -43,6 +43,9 @@ func TestWriterStatementCache(t *testing.T) {
 		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv WHERE k IN ('s1', 's2')").Scan(&n)
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := db.rstmts.get("SELECT v FROM kv WHERE k = 'a'"); !ok {
+		t.Fatal("a read statement is not cached after its first run")
 	}
 	if v != 3 || n != 2 {
 		t.Fatalf("v=%d (want 3: cached statement ran every time), script rows=%d (want 2)", v, n)
@@ -60,5 +63,8 @@ func TestWriterStatementCache(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db.prepareMissed(ctx, map[string]bool{"SELECT 1": true}) // after Close: a no-op, not a panic
+	db.wstmts.prepareMissed(ctx, map[string]bool{"SELECT 1": true})
+	if err := db.Write(ctx, func(*Tx) error { return nil }); err == nil {
+		t.Fatal("Write after Close succeeded")
+	} // after Close: a no-op, not a panic
 }

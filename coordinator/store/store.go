@@ -5,14 +5,15 @@
 // pragma is in the DSN so it applies to every pooled connection. Writes are
 // durable when acknowledged (synchronous=FULL); throughput comes from
 // batching work into fewer commits, never from weaker durability: either
-// explicitly (several changes in one Write) or by group commit
-// (WriteGrouped, group.go: concurrent callers share one commit, each in its
-// own savepoint). Write statements are prepared once and cached.
+// explicitly (several changes in one Write) or by group commit (every
+// Write, group.go: concurrent callers share one commit, each in its own
+// savepoint). Statements are prepared once per pool and cached.
 //
 // The coordinator's consolidated schema (schema.sql) and the SQL dialect
 // idioms (dialect.go) live here and nowhere else, so that another backend
 // can be added behind the same conformance tests. It must not import any
-// other zcgw package except coordinator/clock and coordinator/domainerr.
+// other zcgw package except coordinator/clock, coordinator/domainerr and
+// coordinator/failpoint (the shared-infrastructure layer).
 package store
 
 import (
@@ -37,17 +38,26 @@ type DB struct {
 	r     *sql.DB
 	stats Stats
 
-	// stmts caches statements prepared on the writer connection, so a
-	// hot write path does not re-parse and re-plan its SQL on every call
-	// (mattn/go-sqlite3 prepares every Exec/Query afresh otherwise).
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
-	closed bool
+	// Statements prepared once per pool, so a hot path does not re-parse
+	// and re-plan its SQL on every call (mattn/go-sqlite3 prepares every
+	// Exec/Query afresh otherwise). database/sql keeps each pool
+	// statement prepared on every connection that ran it.
+	wstmts, rstmts stmtCache
 
 	// group commit queue (group.go)
 	groupMu      sync.Mutex
 	groupQueue   []*groupReq
 	groupLeading bool
+	groupRunning sync.WaitGroup
+	closed       bool
+}
+
+// stmtCache is one pool's prepared statements.
+type stmtCache struct {
+	pool   *sql.DB
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	closed bool
 }
 
 // maxCachedStmts bounds the statement cache; beyond it statements run
@@ -94,63 +104,73 @@ func Open(ctx context.Context, path, schema string) (*DB, error) {
 		return nil, fmt.Errorf("store: open readers %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	return &DB{path: path, w: w, r: r}, nil
+	db := &DB{path: path, w: w, r: r}
+	db.wstmts.pool, db.rstmts.pool = w, r
+	return db, nil
 }
 
 // Path is the database file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools.
+// Close waits for queued writes to commit, then closes both pools. A
+// Write after Close returns an error.
 func (db *DB) Close() error {
-	db.stmtMu.Lock()
-	var errs []error
-	for _, st := range db.stmts {
-		errs = append(errs, st.Close())
-	}
-	db.stmts = nil
+	db.groupMu.Lock()
 	db.closed = true
-	db.stmtMu.Unlock()
-	return errors.Join(append(errs, db.r.Close(), db.w.Close())...)
+	db.groupMu.Unlock()
+	db.groupRunning.Wait()
+	return errors.Join(db.wstmts.close(), db.rstmts.close(), db.r.Close(), db.w.Close())
 }
 
-// cachedStmt returns the prepared statement for query if the cache has
-// it. A miss runs unprepared and is remembered; prepareMissed prepares the
-// misses after the transaction ends, when the single writer connection is
-// free (preparing on db.w inside the transaction would wait for that very
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.stmts {
+		errs = append(errs, st.Close())
+	}
+	c.stmts, c.closed = nil, true
+	return errors.Join(errs...)
+}
+
+// get returns the prepared statement for query if the cache has it. A
+// miss runs unprepared and is remembered; prepareMissed prepares the
+// misses after the transaction ends, when its connection is free again
+// (preparing on the pool inside the transaction could wait for that very
 // connection forever).
-func (db *DB) cachedStmt(query string) (*sql.Stmt, bool) {
-	db.stmtMu.Lock()
-	defer db.stmtMu.Unlock()
-	st, ok := db.stmts[query]
+func (c *stmtCache) get(query string) (*sql.Stmt, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.stmts[query]
 	return st, ok
 }
 
-// prepareMissed prepares the single-statement queries a write
-// transaction ran unprepared, up to the cache bound. Failures are not
-// errors: the query keeps running unprepared.
-func (db *DB) prepareMissed(ctx context.Context, missed map[string]bool) {
+// prepareMissed prepares the single-statement queries a transaction ran
+// unprepared, up to the cache bound. Failures are not errors: the query
+// keeps running unprepared.
+func (c *stmtCache) prepareMissed(ctx context.Context, missed map[string]bool) {
 	for query := range missed {
-		db.stmtMu.Lock()
-		_, have := db.stmts[query]
-		full := len(db.stmts) >= maxCachedStmts
-		db.stmtMu.Unlock()
+		c.mu.Lock()
+		_, have := c.stmts[query]
+		full := len(c.stmts) >= maxCachedStmts
+		c.mu.Unlock()
 		if have || full {
 			continue
 		}
-		st, err := db.w.PrepareContext(ctx, query)
+		st, err := c.pool.PrepareContext(ctx, query)
 		if err != nil {
 			continue
 		}
-		db.stmtMu.Lock()
-		if _, have := db.stmts[query]; have || db.closed {
+		c.mu.Lock()
+		if _, have := c.stmts[query]; have || c.closed {
 			st.Close()
 		} else {
-			if db.stmts == nil {
-				db.stmts = map[string]*sql.Stmt{}
+			if c.stmts == nil {
+				c.stmts = map[string]*sql.Stmt{}
 			}
-			db.stmts[query] = st
+			c.stmts[query] = st
 		}
-		db.stmtMu.Unlock()
+		c.mu.Unlock()
 	}
 }
 
@@ -165,13 +185,6 @@ func (db *DB) Stats() Snapshot {
 	return Snapshot{Statements: db.stats.Statements.Load(), Commits: db.stats.Commits.Load()}
 }
 
-// Write runs fn in one immediate write transaction and commits it when fn
-// returns nil. Any error or panic from fn rolls everything back, so a
-// caller's writes happen all together or not at all.
-func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
-	return db.run(ctx, db.w, fn, true)
-}
-
 // Read runs fn in a read transaction on the read pool, which sees a
 // consistent snapshot of the last commit.
 func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
@@ -183,9 +196,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{Tx: stx, stats: &db.stats}
+	tx := &Tx{Tx: stx, stats: &db.stats, cache: &db.rstmts}
 	if write {
-		tx.db = db
+		tx.cache = &db.wstmts
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -204,9 +217,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 	}
 	if write {
 		db.stats.Commits.Add(1)
-		if len(tx.missed) > 0 {
-			db.prepareMissed(ctx, tx.missed)
-		}
+	}
+	if len(tx.missed) > 0 {
+		tx.cache.prepareMissed(context.WithoutCancel(ctx), tx.missed)
 	}
 	return nil
 }
@@ -217,7 +230,7 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 type Tx struct {
 	*sql.Tx
 	stats  *Stats
-	db     *DB             // set for write transactions: source of cached statements
+	cache  *stmtCache      // the pool's prepared statements
 	missed map[string]bool // statements to prepare after this transaction
 	// shared marks a group-commit transaction: it carries several callers'
 	// writes, so no one caller's cancellation may interrupt a statement
@@ -234,10 +247,10 @@ func (tx *Tx) detach(ctx context.Context) context.Context {
 }
 
 func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
-	if tx.db == nil || !singleStatement(query) {
+	if !singleStatement(query) {
 		return nil
 	}
-	if st, ok := tx.db.cachedStmt(query); ok {
+	if st, ok := tx.cache.get(query); ok {
 		return tx.Tx.StmtContext(ctx, st)
 	}
 	if tx.missed == nil {

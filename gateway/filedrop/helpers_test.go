@@ -44,7 +44,7 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.db.Close() })
-	if f.orch, err = orchestrator.New(orchestrator.Config{DB: f.db, Clock: f.clk, GroupCommit: true}); err != nil {
+	if f.orch, err = orchestrator.New(orchestrator.Config{DB: f.db, Clock: f.clk}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"001", "002"} {

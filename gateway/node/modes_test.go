@@ -110,7 +110,7 @@ func TestNodeReadiness(t *testing.T) {
 	// A bank's adapter database gone: 503 naming it.
 	n.Banks["002"].Adapter.DB().Close()
 	a = n.do(t, "GET", "/readyz", "", nil, "")
-	if a.status != 503 || !strings.Contains(string(a.body), `{"name":"db:adapter-002.db","ok":false,"error":"store: begin: sql: database is closed"}`) {
+	if a.status != 503 || !strings.Contains(string(a.body), `{"name":"db:adapter-002.db","ok":false,"error":"store: database is closed"}`) {
 		t.Fatalf("readyz with a closed adapter database: %d %s", a.status, a.body)
 	}
 }

@@ -274,7 +274,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
 	for i := 0; i < cfg.Workers; i++ {
 		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
-			FinalityLog: n.FinalityLog, GroupCommit: true}
+			FinalityLog: n.FinalityLog}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}
