@@ -1,8 +1,11 @@
 package store
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"strings"
 )
 
@@ -87,6 +90,9 @@ func NextFinalitySeq(ctx context.Context, tx *Tx) (int64, error) {
 func IsUniqueViolation(err error) bool {
 	if err == nil {
 		return false
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Code == "23505"
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed")
