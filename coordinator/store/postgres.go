@@ -23,9 +23,12 @@ import (
 // The same SQL runs on both backends: the code writes SQLite's form with
 // ? placeholders, and pgQuery rewrites it once per distinct query (cached)
 // into PostgreSQL's: $n placeholders, INSERT OR IGNORE as ON CONFLICT DO
-// NOTHING, no INDEXED BY hint. The schema scripts are rewritten the same
+// NOTHING, no INDEXED BY hint, a IS NOT b as IS DISTINCT FROM, json_extract(col, '$.key') as
+// (col::jsonb ->> 'key'). The schema scripts are rewritten the same
 // way by pgDDL (INTEGER is BIGINT: money and sequences are 64-bit; BLOB is
-// BYTEA; AUTOINCREMENT is an identity column). Everything else our SQL
+// BYTEA; AUTOINCREMENT is an identity column; every table gains a last
+// column rowid, an identity, so that "ORDER BY ..., rowid" keeps meaning
+// insertion order as in SQLite). Everything else our SQL
 // uses is common to both; dialect.go lists the idioms.
 //
 // Transactions: the writer is one connection per process, exactly as with
@@ -118,7 +121,21 @@ func pgDDL(ddl string) string {
 	ddl = ddlInteger.ReplaceAllString(ddl, "BIGINT")
 	ddl = ddlBlob.ReplaceAllString(ddl, "BYTEA")
 	ddl = ddlReal.ReplaceAllString(ddl, "DOUBLE PRECISION")
-	return ddlInsertOr.ReplaceAllString(ddl, "INSERT INTO$1 ON CONFLICT DO NOTHING;")
+	ddl = ddlInsertOr.ReplaceAllString(ddl, "INSERT INTO$1 ON CONFLICT DO NOTHING;")
+	return withRowid(nullSafe(ddl))
+}
+
+// nullSafe rewrites SQLite's null-safe "a IS NOT b" (b a column) as
+// PostgreSQL's "a IS DISTINCT FROM b"; IS NOT NULL/TRUE/FALSE stay.
+func nullSafe(q string) string {
+	return qIsNot.ReplaceAllStringFunc(q, func(m string) string {
+		w := qIsNot.FindStringSubmatch(m)[1]
+		switch strings.ToUpper(w) {
+		case "NULL", "TRUE", "FALSE", "DISTINCT":
+			return m
+		}
+		return "IS DISTINCT FROM " + w
+	})
 }
 
 // stripSQLComments removes -- comments (outside string literals), so the
@@ -150,6 +167,8 @@ var (
 	qInsertOrIgnore = regexp.MustCompile(`(?is)^(\s*)INSERT\s+OR\s+IGNORE\s+INTO\b`)
 	qIndexedBy      = regexp.MustCompile(`(?i)\s+INDEXED\s+BY\s+\w+`)
 	qReturning      = regexp.MustCompile(`(?is)\sRETURNING\s`)
+	qIsNot          = regexp.MustCompile(`(?i)\bIS\s+NOT\s+(\w+)`)
+	qJSONExtract    = regexp.MustCompile(`json_extract\(\s*([\w.]+)\s*,\s*'\$\.(\w+)'\s*\)`)
 )
 
 // pgQuery rewrites one SQLite-form query into PostgreSQL's form.
@@ -168,12 +187,14 @@ func pgQuery(q string) string {
 		}
 	}
 	out = qIndexedBy.ReplaceAllString(out, "")
+	out = qJSONExtract.ReplaceAllString(out, "(($1)::jsonb ->> '$2')")
+	out = nullSafe(out)
 	out = rebind(out)
 	pgQueries.Store(q, out)
 	return out
 }
 
-// rebind turns ? placeholders outside string literals and quoted
+// rebind turns ? (and ?NNN) placeholders outside string literals and quoted
 // identifiers into $1, $2, ...
 func rebind(q string) string {
 	if !strings.Contains(q, "?") {
@@ -192,6 +213,15 @@ func rebind(q string) string {
 		case c == '\'' || c == '"':
 			quote = c
 		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 { // ?NNN: SQLite's numbered parameter
+				b.WriteString("$" + q[i+1:j])
+				i = j - 1
+				continue
+			}
 			n++
 			fmt.Fprintf(&b, "$%d", n)
 			continue
@@ -203,3 +233,46 @@ func rebind(q string) string {
 
 // Postgres reports whether db is a PostgreSQL database.
 func (db *DB) Postgres() bool { return db.postgres }
+
+var ddlCreateTable = regexp.MustCompile(`(?i)CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?\w+\s*\(`)
+
+// withRowid appends "rowid BIGINT GENERATED ALWAYS AS IDENTITY" as the
+// last column of every CREATE TABLE of ddl, so rowid keeps SQLite's
+// meaning (insertion order) in queries; a table whose INTEGER PRIMARY
+// KEY is its rowid in SQLite is no exception (the extra column is unused).
+func withRowid(ddl string) string {
+	var b strings.Builder
+	for {
+		loc := ddlCreateTable.FindStringIndex(ddl)
+		if loc == nil {
+			b.WriteString(ddl)
+			return b.String()
+		}
+		// find the parenthesis closing the one the match ends with
+		depth, i := 1, loc[1]
+		quote := byte(0)
+		for ; i < len(ddl) && depth > 0; i++ {
+			switch c := ddl[i]; {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"':
+				quote = c
+			case c == '(':
+				depth++
+			case c == ')':
+				depth--
+			}
+		}
+		if depth != 0 { // unbalanced: leave it for the server to report
+			b.WriteString(ddl)
+			return b.String()
+		}
+		end := i - 1
+		b.WriteString(ddl[:end])
+		b.WriteString(",\n  rowid BIGINT GENERATED ALWAYS AS IDENTITY")
+		b.WriteString(ddl[end:i])
+		ddl = ddl[i:]
+	}
+}

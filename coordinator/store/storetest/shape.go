@@ -14,7 +14,9 @@ import (
 // same way: table -> its columns, and the explicitly created indexes
 // (table.index), all lower case (PostgreSQL folds unquoted names).
 // Indexes that back a PRIMARY KEY or UNIQUE constraint are left out: the
-// constraint is part of the table on both.
+// constraint is part of the table on both. PostgreSQL's rowid column (the
+// store adds it to every table, standing for SQLite's implicit rowid) is
+// left out too.
 type Shape struct {
 	Columns map[string][]string
 	Indexes []string
@@ -29,7 +31,7 @@ func ShapeOf(t testing.TB, db *store.DB) Shape {
 		var colQ, idxQ string
 		if db.Postgres() {
 			colQ = `SELECT lower(table_name), lower(column_name) FROM information_schema.columns
-				WHERE table_schema = current_schema() ORDER BY 1, ordinal_position`
+				WHERE table_schema = current_schema() AND column_name <> 'rowid' ORDER BY 1, ordinal_position`
 			idxQ = `SELECT lower(tablename), lower(indexname) FROM pg_indexes i WHERE schemaname = current_schema()
 				AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)`
 		} else {
