@@ -143,3 +143,16 @@ func ColumnExists(ctx context.Context, tx *Tx, table, column string) (bool, erro
 	}
 	return n > 0, nil
 }
+
+// ForUpdate is the suffix that locks the rows a SELECT reads until the
+// write transaction ends, for a check-then-write (a lease, a fence) that
+// must not interleave with another writer.
+//
+// SQLite: "" (a write transaction is exclusive: BEGIN IMMEDIATE).
+// PostgreSQL: " FOR UPDATE" (writers of several nodes run concurrently).
+func (tx *Tx) ForUpdate() string {
+	if tx.postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
