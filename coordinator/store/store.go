@@ -1,7 +1,6 @@
 // Package store opens zcgw's databases (embedded SQLite files by default,
 // PostgreSQL for a postgres:// location: postgres.go, docs/storage.md) and
-// runs work in
-// transactions: one writer connection taking BEGIN IMMEDIATE (SQLite
+// runs work in transactions: one writer connection taking BEGIN IMMEDIATE (SQLite
 // serialises writers anyway, and several writer connections only add
 // unfair busy-waiting), and a separate pool of read connections. Every
 // pragma is in the DSN so it applies to every pooled connection. Writes are
