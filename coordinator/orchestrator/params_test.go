@@ -37,7 +37,7 @@ func TestTimeoutSweepReadsPRExecTimeoutAtUseTime(t *testing.T) {
 	if res, err := f.o.TimeoutSweep(f.ctx); err != nil || res.ExecTimeouts != 1 {
 		t.Fatalf("not suspended after the ledger's 90s: %+v %v", res, err)
 	}
-	if n := f.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND json_extract(payload_json, '$.timeout_sec') = 90`, a.TxID); n != 1 {
+	if n := f.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND CAST(json_extract(payload_json, '$.timeout_sec') AS INTEGER) = 90`, a.TxID); n != 1 {
 		t.Fatalf("suspension entries naming 90s: %d", n)
 	}
 }
