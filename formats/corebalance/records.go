@@ -230,3 +230,9 @@ func validStamp(b []byte) bool {
 	h, m, s := num(b[8:10]), num(b[10:12]), num(b[12:14])
 	return h < 24 && m < 60 && s < 60
 }
+
+// FileName is the name a core gives the balance file of a bank (4-digit
+// code) and business date: CBAL-<bank>-<YYYYMMDD>.dat.
+func FileName(bankCode string, d Date) string {
+	return fmt.Sprintf("CBAL-%04s-%04d%02d%02d.dat", bankCode, d.Year, d.Month, d.Day)
+}

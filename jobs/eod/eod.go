@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/corebalance"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -142,6 +144,11 @@ type Config struct {
 	Banks []*adapter.Adapter
 	// DataDir is the data folder; workbooks go to DataDir/reports.
 	DataDir string
+	// BalanceFile returns the path of a bank's core balance file
+	// (formats/corebalance) for a business date, which the reconcile step
+	// merges with the shadow ledger. nil: BalanceFilePath, the file the
+	// core dropped into <DataDir>/balances.
+	BalanceFile func(ctx context.Context, bank, businessDate string) (string, error)
 	// Cases opens the Case for a chain break (nil: cases.New with defaults).
 	Cases  *cases.Cases
 	Clock  clock.Clock
@@ -175,6 +182,10 @@ func New(ctx context.Context, cfg Config) (*EOD, error) {
 	}
 	if cfg.Cases == nil {
 		cfg.Cases = cases.New(cfg.Clock, cfg.Logger, 0)
+	}
+	if cfg.BalanceFile == nil {
+		dir := cfg.DataDir
+		cfg.BalanceFile = func(_ context.Context, bank, date string) (string, error) { return BalanceFilePath(dir, bank, date) }
 	}
 	if err := EnsureSchema(ctx, cfg.DB); err != nil {
 		return nil, fmt.Errorf("eod: schema: %w", err)
@@ -462,7 +473,7 @@ func (e *EOD) reconcile(ctx context.Context, sc scheduler.StepContext) (string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			all[i] = e.reconcileBank(ctx, a)
+			all[i] = e.reconcileBank(ctx, a, sc.BusinessDate)
 		}()
 	}
 	wg.Wait()
@@ -501,32 +512,54 @@ func (e *EOD) reconcile(ctx context.Context, sc scheduler.StepContext) (string, 
 	return fmt.Sprintf("reconciled %d banks, %d accounts: %d drifted, %d banks failed", len(all), accts, drifts, failed), nil
 }
 
-func (e *EOD) reconcileBank(ctx context.Context, a *adapter.Adapter) BankRecon {
+// reconcileBank reconciles one bank from its core balance file in one
+// streaming pass (adapter.ReconcileBalanceFile). Totals are over the
+// accounts the file answered for, so that they compare like with like;
+// accounts missing from the file are counted as unavailable. A missing or
+// refused file, or one of another date, is the bank's error: nothing is
+// compared (the per-account inquiry stays for one account an operator
+// asks about, not for a whole bank).
+func (e *EOD) reconcileBank(ctx context.Context, a *adapter.Adapter, date string) BankRecon {
 	br := BankRecon{BankID: a.BankID()}
-	results, err := a.ReconcileAll(ctx)
-	if err != nil {
+	fail := func(err error) BankRecon {
 		br.Error = err.Error()
 		e.log.ErrorContext(ctx, "eod.reconcile_failed", "bank_id", br.BankID, "error", err)
+		return br
 	}
-	// Totals are over the accounts the core answered for, so that they
-	// compare like with like; the others are counted as unavailable.
-	for _, r := range results {
-		br.Accounts++
-		switch r.Status {
-		case adapter.ReconMatched:
-			br.Matched++
-		case adapter.ReconDrift:
-			br.Drifts++
-		case adapter.ReconUnsettled:
-			br.Unsettled++
-		default:
-			br.Unavailable++
-			continue
-		}
-		br.ShadowTotal += r.ShadowBalance
-		br.CoreTotal += r.CoreBalance
+	path, err := e.cfg.BalanceFile(ctx, br.BankID, date)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(fmt.Errorf("core balance file: %w", err))
+	}
+	defer f.Close()
+	r, err := a.ReconcileBalanceFile(ctx, f, nil)
+	if err == nil && r.BusinessDate != date {
+		err = fmt.Errorf("core balance file %s is of business date %s, not %s", filepath.Base(path), r.BusinessDate, date)
+	}
+	br.Accounts, br.Matched, br.Drifts, br.Unsettled, br.Unavailable = r.Accounts, r.Matched, r.Drifts, r.Unsettled, r.NotInFile
+	br.ShadowTotal, br.CoreTotal = r.ShadowTotal, r.CoreTotal
+	if err != nil {
+		return fail(err)
 	}
 	return br
+}
+
+// BalanceDir is where cores drop their balance files: <data>/balances.
+func BalanceDir(dataDir string) string { return filepath.Join(dataDir, "balances") }
+
+// BalanceFilePath is the core balance file of bank (zcgw bank id) for a
+// JST business date in BalanceDir, under the name the format declares
+// (corebalance.FileName).
+func BalanceFilePath(dataDir, bank, date string) (string, error) {
+	d, err := clock.ParseBusinessDate(date)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(BalanceDir(dataDir), corebalance.FileName(fmt.Sprintf("%04s", bank),
+		corebalance.Date{Year: d.Year(), Month: int(d.Month()), Day: d.Day()})), nil
 }
 
 func nullStr(s string) any {
