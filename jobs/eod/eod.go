@@ -337,10 +337,14 @@ func (e *EOD) resetLimits(ctx context.Context, tx *store.Tx, sc scheduler.StepCo
 	return fmt.Sprintf("reset daily limits of %d participants for %s (%d recorded)", reset, next, recorded), nil
 }
 
-// chainAudit verifies every FinalityLog chain (outside any write
-// transaction: the read pool sees a consistent snapshot) and then, in one
-// fenced transaction, opens a Case for the breaks and records the audit.
-// A restart finds the recorded audit and changes nothing.
+// chainAudit is the nightly, incremental chain audit (finality.VerifySince,
+// outside any write transaction, on both cores): the stored anchor is
+// checked, then the FinalityLog entries appended after it are verified.
+// Then, in one fenced transaction, it opens a Case for the breaks, records
+// the audit and, when it was clean, the new anchor (its last entry), so
+// the next night starts there; a broken audit leaves the anchor where it
+// was. A restart finds the recorded audit and changes nothing. The full
+// audit is the finality-audit job.
 func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string, error) {
 	if err := e.hook(stepChainAudit, "before"); err != nil {
 		return "", err
@@ -350,10 +354,11 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 	} else if ok {
 		return "already audited: " + a.Text(), nil
 	}
-	rep, err := finality.VerifyAll(ctx, e.cfg.DB)
+	audit, err := finality.VerifySince(ctx, e.cfg.DB, finality.Workers())
 	if err != nil {
 		return "", fmt.Errorf("eod: chain audit: %w", err)
 	}
+	rep := audit.Report
 	var caseIDs []string
 	err = e.cfg.DB.Write(ctx, func(tx *store.Tx) error {
 		if err := sc.Fence(ctx, tx); err != nil {
@@ -368,6 +373,11 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 		var err error
 		if caseIDs, _, err = e.openBreakCases(ctx, tx, rep.Breaks, sc.BusinessDate); err != nil {
 			return err
+		}
+		if audit.Next != nil { // clean: the next night starts after this point
+			if _, err := finality.RecordAnchorTx(ctx, tx, e.cfg.Clock, audit.Anchor, *audit.Next); err != nil {
+				return err
+			}
 		}
 		bj, _ := json.Marshal(rep.Breaks)
 		cj, _ := json.Marshal(caseIDs)
