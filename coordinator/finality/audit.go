@@ -337,7 +337,7 @@ func (s *slice) verify(ctx context.Context, db *store.DB, gaps bool) error {
 			return fmt.Errorf("finality: read log: %w", err)
 		}
 		defer rows.Close()
-		chains := map[string]*chainState{}
+		tips := map[string]tip{}
 		want := s.lo + 1
 		gap := func(from, to int64) {
 			if gaps && from <= to {
@@ -348,6 +348,7 @@ func (s *slice) verify(ctx context.Context, db *store.DB, gaps bool) error {
 			}
 		}
 		var r row
+		var buf []byte
 		for rows.Next() {
 			if err := rows.Scan(r.dest()...); err != nil {
 				return fmt.Errorf("finality: scan log: %w", err)
@@ -355,25 +356,28 @@ func (s *slice) verify(ctx context.Context, db *store.DB, gaps bool) error {
 			gap(want, r.e.EventSeq-1)
 			want = r.e.EventSeq + 1
 			id := ChainIDOf(r.txid.String, r.gtid.String)
-			c := chains[id]
-			if c == nil {
-				c = &chainState{id: id}
-				chains[id] = c
+			t, seen := tips[id]
+			if !seen {
 				if r.prev.Valid && r.prev.String != Genesis && r.hash.Valid {
 					// Continues a chain that started before the slice:
 					// its link is checked by a lookup afterwards.
 					s.pending = append(s.pending, pendingLink{chain: id, logID: r.e.LogID, txChain: r.txid.String != "",
 						seq: r.e.EventSeq, prev: r.prev.String})
-					c.n, c.tip = 1, r.prev.String
+					t.n, t.tip = 1, decodeHash(r.prev.String)
 				} else {
 					s.chains++
 				}
 			}
-			wasBroken := c.broken != nil
-			c.check(&r)
-			if !wasBroken && c.broken != nil {
-				s.breaks[id] = *c.broken
+			if !t.broken {
+				var b *Break
+				b, buf = t.check(&r, id, buf)
+				if b != nil {
+					t.broken = true
+					s.breaks[id] = *b
+				}
 			}
+			t.n++
+			tips[id] = t
 			s.entries++
 			if r.e.EventSeq == s.hi {
 				e := r.entry()
@@ -433,4 +437,67 @@ func chainPosition(ctx context.Context, tx *store.Tx, chain string, seq int64) (
 		return 0, fmt.Errorf("finality: position in chain %s: %w", chain, err)
 	}
 	return n, nil
+}
+
+// tip is a chain's running state in a slice: its last entry_hash (as
+// bytes: a slice of a million new chains holds a million of them), how
+// many entries were checked, whether it broke.
+type tip struct {
+	tip    [sha256.Size]byte
+	n      int32
+	broken bool
+}
+
+func decodeHash(s string) [sha256.Size]byte {
+	var h [sha256.Size]byte
+	if len(s) == hex.EncodedLen(sha256.Size) {
+		_, _ = hex.Decode(h[:], []byte(s))
+	}
+	return h
+}
+
+// check is chainState.check without allocating: the same rules, in the
+// same order, comparing the hex texts as stored.
+func (t *tip) check(r *row, chain string, buf []byte) (*Break, []byte) {
+	e := &r.e
+	pos := int(t.n)
+	brk := func(reason BreakReason, expected, actual string) *Break {
+		return &Break{ChainID: chain, LogID: e.LogID, EventSeq: e.EventSeq, Position: pos, Reason: reason, Expected: expected, Actual: actual}
+	}
+	if !r.prev.Valid || !r.hash.Valid {
+		return brk(LegacyUnchainedEntry, "", ""), buf
+	}
+	var enc [2 * sha256.Size]byte
+	if pos == 0 {
+		if r.prev.String != Genesis {
+			return brk(PrevHashMismatch, Genesis, r.prev.String), buf
+		}
+	} else {
+		hex.Encode(enc[:], t.tip[:])
+		if r.prev.String != string(enc[:]) {
+			return brk(PrevHashMismatch, string(enc[:]), r.prev.String), buf
+		}
+	}
+	buf = appendHashInput(buf[:0], r)
+	sum := sha256.Sum256(buf)
+	hex.Encode(enc[:], sum[:])
+	if r.hash.String != string(enc[:]) {
+		return brk(EntryHashMismatch, string(enc[:]), r.hash.String), buf
+	}
+	t.tip = sum
+	return nil, buf
+}
+
+// appendHashInput appends what ComputeHash hashes for the scanned row.
+func appendHashInput(b []byte, r *row) []byte {
+	for i, f := range [...]string{r.prev.String, r.e.LogID, r.txid.String, r.gtid.String, r.eventTypeRaw, r.from.String, r.e.StateTo, r.e.PayloadJSON} {
+		if i > 0 {
+			b = append(b, '|')
+		}
+		b = append(b, f...)
+	}
+	b = append(b, '|')
+	b = strconv.AppendInt(b, r.e.EventSeq, 10)
+	b = append(b, '|')
+	return append(b, r.e.OccurredAt...)
 }
