@@ -71,7 +71,7 @@ func (c *Core) WriteBalanceFile(ctx context.Context, w io.Writer, businessDate s
 	}
 	sum.Header = *hdr
 	c.log.InfoContext(ctx, "coresim.balance_file", "bank", c.bank, "business_date", businessDate,
-		"accounts", sum.Count, "cutoff", hdr.CutoffAt)
+		"details", sum.Count, "cutoff", hdr.CutoffAt)
 	return sum, nil
 }
 
