@@ -171,7 +171,7 @@ func (a *Adapter) ReconcileBalanceFile(ctx context.Context, file io.ReadSeeker, 
 		}
 	}
 	a.log.InfoContext(ctx, "adapter.balance_file_reconciled", "bank_id", a.bank, "business_date", out.BusinessDate,
-		"cutoff", out.Cutoff, "compared", out.Accounts, "matched", out.Matched, "drifts", out.Drifts,
+		"cutoff", out.Cutoff, "shadows", out.Accounts, "matched", out.Matched, "drifts", out.Drifts,
 		"unsettled", out.Unsettled, "not_in_file", out.NotInFile, "unknown", out.Unknown)
 	return out, nil
 }
