@@ -123,7 +123,7 @@ func VerifySince(ctx context.Context, db *store.DB, workers int) (Audit, error) 
 	}
 	out.Report = rep
 	if rep.OK() && last != nil && hi > out.From {
-		out.Next = &Anchor{Seq: hi, LogID: last.LogID, EntryHash: last.EntryHash, Entries: int64(rep.Entries)}
+		out.Next = &Anchor{Seq: last.EventSeq, LogID: last.LogID, EntryHash: last.EntryHash, Entries: int64(rep.Entries)}
 	}
 	return out, nil
 }
@@ -327,7 +327,13 @@ func verifyRange(ctx context.Context, db *store.DB, lo, hi int64, workers int, g
 		rep.Breaks = append(rep.Breaks, b)
 	}
 	sort.Slice(rep.Breaks, func(i, j int) bool { return rep.Breaks[i].EventSeq < rep.Breaks[j].EventSeq })
-	return rep, slices[len(slices)-1].last, nil
+	var last *Entry
+	for _, s := range slices {
+		if s.last != nil {
+			last = s.last
+		}
+	}
+	return rep, last, nil
 }
 
 func (s *slice) verify(ctx context.Context, db *store.DB, gaps bool) error {
@@ -392,14 +398,6 @@ func (s *slice) verify(ctx context.Context, db *store.DB, gaps bool) error {
 	})
 }
 
-// chainWhere selects a chain's entries.
-func chainWhere(chain string) (string, []any) {
-	if chain == GlobalChain {
-		return store.IndexedBy("idx_fl_global_seq") + " WHERE txid IS NULL AND gtid IS NULL", nil
-	}
-	return " WHERE (txid = ?1 OR (txid IS NULL AND gtid = ?1))", []any{chain}
-}
-
 // predecessor is the entry of p's chain just before event_seq seq: its
 // event_seq and entry_hash, found false when there is none.
 func predecessor(ctx context.Context, tx *store.Tx, p pendingLink, seq int64) (int64, string, bool, error) {
@@ -424,16 +422,12 @@ func predecessor(ctx context.Context, tx *store.Tx, p pendingLink, seq int64) (i
 
 // chainPosition is how many entries of chain come before event_seq seq.
 func chainPosition(ctx context.Context, tx *store.Tx, chain string, seq int64) (int, error) {
-	where, args := chainWhere(chain)
+	q, args := " WHERE (txid = ?1 OR (txid IS NULL AND gtid = ?1)) AND event_seq < ?2", []any{chain, seq}
 	if chain == GlobalChain {
-		args = []any{seq}
-		where += " AND event_seq < ?1"
-	} else {
-		args = append(args, seq)
-		where += " AND event_seq < ?2"
+		q, args = store.IndexedBy("idx_fl_global_seq")+" WHERE txid IS NULL AND gtid IS NULL AND event_seq < ?1", []any{seq}
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM FinalityLog"+where, args...).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM FinalityLog"+q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("finality: position in chain %s: %w", chain, err)
 	}
 	return n, nil
