@@ -9,8 +9,10 @@
 // (coordinator/cases, through outbox.CaseOpener) for every drift. It
 // reaches the core only through the outbox (postings) and an Inquirer
 // (balance and name inquiries), both carried by adapter/corelink over the
-// MQ transport (adapter/mq) with fixed-length messages (formats/coremsg).
-// See docs/adapter.md.
+// MQ transport (adapter/mq) with fixed-length messages (formats/coremsg),
+// and reads the core balance file (formats/corebalance) the core writes in
+// its batch window, for the end-of-day reconciliation of every account in
+// one streaming pass. See docs/adapter.md.
 //
 // It must not import gateway or jobs, must never open or write the core's
 // database, and must not write coordinator tables: it reaches the

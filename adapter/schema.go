@@ -140,7 +140,7 @@ CREATE TABLE IF NOT EXISTS AdapterReconDrift (
   shadow_balance INTEGER NOT NULL,
   core_balance   INTEGER NOT NULL,
   drift          INTEGER NOT NULL,
-  source         TEXT NOT NULL CHECK (source IN ('INQUIRY','RESULT_FILE')),
+  source         TEXT NOT NULL CHECK (source IN ('INQUIRY','RESULT_FILE','BALANCE_FILE')),
   status         TEXT NOT NULL CHECK (status IN ('OPEN','RESOLVED')),
   case_id        TEXT,
   detected_at    TEXT NOT NULL,

@@ -3,7 +3,9 @@
 // posting reference, refusals, holds, notifications). It is reachable only
 // through an MQ transport (it serves a request queue of formats/coremsg
 // fixed-length messages and replies with CorrelID = request MsgID) and
-// through overnight posting files.
+// through overnight posting files; it writes the core balance file
+// (formats/corebalance, WriteBalanceFile / DropBalanceFile) of every
+// account's balance for the end-of-day reconciliation.
 //
 // It behaves like the cores zcgw must live with:
 //   - it is deliberately NOT idempotent: the same posting sent twice (two

@@ -17,7 +17,7 @@ const progressMin = 8 << 20
 
 func init() {
 	register("files", command{
-		Summary: "describe|validate|convert FILE: Zengin and overnight posting/result files",
+		Summary: "describe|validate|convert FILE: Zengin, overnight posting/result and core balance files",
 		Run:     runFiles,
 		Usage:   func(w io.Writer) { filesUsage(w); filesSubmitUsage(w) },
 	})

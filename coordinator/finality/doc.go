@@ -2,8 +2,11 @@
 // hash-chained audit log of every coordination fact (spec 003 FinalityLog,
 // 000 §4 and §6.1). It appends entries inside the caller's write
 // transaction (Log.Append), allocates event_seq from FinalitySeq, declares
-// the closed set of event types (EventType), and verifies chains
-// (VerifyChain, VerifyAll).
+// the closed set of event types (EventType), and verifies chains:
+// VerifyChain (one), VerifyAll (the full audit, on both cores) and
+// VerifySince (the nightly audit of the entries appended after the last
+// clean audit's anchor, kept in FinalityAuditAnchors, chained and checked
+// against the log first; RecordAnchorTx records the next one).
 //
 // Hash rule (a contract; anyone holding the rows can recompute it):
 //
@@ -17,5 +20,6 @@
 //
 // It imports only coordinator/store, coordinator/clock and
 // coordinator/domainerr. It never updates or deletes FinalityLog rows and
-// never writes any other table, except through the caller's AfterAppend hook.
+// never writes any other table, except FinalityAuditAnchors
+// (RecordAnchorTx) and through the caller's AfterAppend hook.
 package finality

@@ -149,37 +149,20 @@ func VerifyChainInTx(ctx context.Context, tx *store.Tx, chainID string) (ChainRe
 	return ChainReport{ChainID: chainID, Entries: c.n, Break: c.broken}, nil
 }
 
-// VerifyAll verifies every chain in one pass over the log in event_seq
-// order, keeping only each chain's running tip in memory.
+// VerifyAll is the full audit: it verifies every chain over the whole log
+// (each entry's hash and its link to the previous entry of its chain) in
+// Workers() parallel slices of the event_seq range, each keeping only its
+// chains' running tips in memory.
 func VerifyAll(ctx context.Context, db *store.DB) (Report, error) {
-	var rep Report
-	err := db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, selectCols+" ORDER BY event_seq")
-		if err != nil {
-			return fmt.Errorf("finality: read log: %w", err)
-		}
-		defer rows.Close()
-		chains := map[string]*chainState{}
-		var r row
-		for rows.Next() {
-			if err := rows.Scan(r.dest()...); err != nil {
-				return fmt.Errorf("finality: scan log: %w", err)
-			}
-			id := ChainIDOf(r.txid.String, r.gtid.String)
-			c := chains[id]
-			if c == nil {
-				c = &chainState{id: id}
-				chains[id] = c
-			}
-			wasBroken := c.broken != nil
-			c.check(&r)
-			if !wasBroken && c.broken != nil {
-				rep.Breaks = append(rep.Breaks, *c.broken)
-			}
-			rep.Entries++
-		}
-		rep.Chains = len(chains)
-		return rows.Err()
-	})
+	var lo, hi sql.NullInt64
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT MIN(event_seq), MAX(event_seq) FROM FinalityLog`).Scan(&lo, &hi)
+	}); err != nil {
+		return Report{}, fmt.Errorf("finality: log bounds: %w", err)
+	}
+	if !hi.Valid {
+		return Report{}, nil
+	}
+	rep, _, err := verifyRange(ctx, db, lo.Int64-1, hi.Int64, Workers(), false)
 	return rep, err
 }

@@ -133,6 +133,20 @@ CREATE TABLE IF NOT EXISTS FinalitySeq (
 );
 INSERT OR IGNORE INTO FinalitySeq (id, next_seq) VALUES (1, 0);
 
+-- FinalityAuditAnchors: zcgw addition. The points up to which the FinalityLog was
+-- audited clean (coordinator/finality VerifySince); the nightly audit verifies only
+-- the entries after the newest. Each row is itself chained: anchor_hash covers the
+-- previous row's anchor_hash, so a row edited, removed or added is found.
+CREATE TABLE IF NOT EXISTS FinalityAuditAnchors (
+  anchor_seq      INTEGER PRIMARY KEY,              -- event_seq of the last entry audited
+  log_id          TEXT    NOT NULL,                 -- that entry's log_id
+  entry_hash      TEXT    NOT NULL,                 -- that entry's entry_hash
+  prev_anchor_seq INTEGER,                          -- the previous anchor (NULL for the first)
+  entries         INTEGER NOT NULL,                 -- entries verified since the previous anchor
+  audited_at      TEXT    NOT NULL,
+  anchor_hash     TEXT    NOT NULL                  -- SHA-256(prev anchor_hash|anchor_seq|log_id|entry_hash|entries|audited_at)
+);
+
 -- EntityStateLog: INSERT ONLY history of non-transaction entity states.
 CREATE TABLE IF NOT EXISTS EntityStateLog (
   log_id       TEXT    PRIMARY KEY,                -- 'ESL-<uuid>'

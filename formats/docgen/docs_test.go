@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zcgw/zcgw/formats/corebalance"
 	"github.com/zcgw/zcgw/formats/coremsg"
 	"github.com/zcgw/zcgw/formats/fixed"
 	"github.com/zcgw/zcgw/formats/overnight"
@@ -36,9 +37,10 @@ var docs = map[string]struct {
 	layouts []*fixed.Layout
 	title   func(*fixed.Layout) string
 }{
-	"zengin.md":    {zengin.Layouts(), zengin.Title},
-	"overnight.md": {overnight.Layouts(), overnight.Title},
-	"coremsg.md":   {coremsg.Layouts(), coremsgTitle},
+	"zengin.md":      {zengin.Layouts(), zengin.Title},
+	"overnight.md":   {overnight.Layouts(), overnight.Title},
+	"coremsg.md":     {coremsg.Layouts(), coremsgTitle},
+	"corebalance.md": {corebalance.Layouts(), corebalance.Title},
 }
 
 // TestDocs fails when a document's generated tables differ from the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/zcgw/zcgw/formats/corebalance"
 	"github.com/zcgw/zcgw/formats/overnight"
 	"github.com/zcgw/zcgw/formats/zengin"
 )
@@ -42,15 +43,18 @@ func Convert(w io.Writer, r io.ReadSeeker, o ConvertOptions) (*Result, error) {
 	if err != nil || !res.OK() {
 		return res, err
 	}
-	if res.Format == Overnight && enc != nil {
-		return res, fmt.Errorf("overnight files are single-byte JIS X 0201 only; --encoding applies to Zengin files")
+	if res.Format != Zengin && enc != nil {
+		return res, fmt.Errorf("overnight and core balance files are single-byte JIS X 0201 only; --encoding applies to Zengin files")
 	}
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return res, err
 	}
 	recLen := zengin.RecordLen
-	if res.Format == Overnight {
+	switch res.Format {
+	case Overnight:
 		recLen = overnight.RecordLen
+	case CoreBalance:
+		recLen = corebalance.RecordLen
 	}
 	out := io.Writer(bufio.NewWriterSize(w, 64<<10))
 	flush := out.(*bufio.Writer).Flush
@@ -74,6 +78,24 @@ func Convert(w io.Writer, r io.ReadSeeker, o ConvertOptions) (*Result, error) {
 		}
 		if err := zw.Flush(); err != nil {
 			return res, err
+		}
+	case CoreBalance:
+		cw := corebalance.NewWriter(out)
+		for rec, err := range corebalance.NewReader(r).Records() {
+			if err != nil {
+				return res, fmt.Errorf("file changed since validation: %w", err)
+			}
+			switch v := rec.(type) {
+			case *corebalance.Header:
+				err = cw.WriteHeader(v)
+			case *corebalance.Detail:
+				err = cw.WriteDetail(v)
+			case *corebalance.Trailer:
+				err = cw.Close()
+			}
+			if err != nil {
+				return res, err
+			}
 		}
 	default:
 		ow := overnight.NewWriter(out)

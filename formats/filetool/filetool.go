@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/zcgw/zcgw/formats/corebalance"
 	"github.com/zcgw/zcgw/formats/fixed"
 	"github.com/zcgw/zcgw/formats/overnight"
 	"github.com/zcgw/zcgw/formats/recordio"
@@ -22,6 +23,7 @@ const (
 	Unknown Format = iota
 	Zengin
 	Overnight
+	CoreBalance
 )
 
 func (f Format) String() string {
@@ -30,6 +32,8 @@ func (f Format) String() string {
 		return "Zengin 120-byte transfer file"
 	case Overnight:
 		return "overnight posting/result file (200-byte records)"
+	case CoreBalance:
+		return "core balance file (100-byte records)"
 	}
 	return "unknown"
 }
@@ -38,6 +42,9 @@ func (f Format) String() string {
 func Detect(head []byte) Format {
 	if len(head) >= 5 && head[0] == 'H' && (string(head[1:5]) == "POST" || string(head[1:5]) == "RSLT") {
 		return Overnight
+	}
+	if len(head) >= 5 && head[0] == 'H' && string(head[1:5]) == corebalance.FileType {
+		return CoreBalance
 	}
 	if len(head) >= 3 {
 		digit := func(c byte) bool { return (c >= '0' && c <= '9') || (c >= 0xF0 && c <= 0xF9) }
@@ -93,6 +100,7 @@ type Result struct {
 	Unrecognised bool
 	Zengin       zengin.Summary
 	Overnight    overnight.Summary
+	CoreBalance  corebalance.Summary
 	// Errors are the errors found (nil when the file is valid).
 	Errors *fixed.ErrorList
 }
@@ -117,6 +125,8 @@ func Check(r io.Reader, o Options) (*Result, error) {
 	switch f {
 	case Zengin:
 		res.Zengin, err = zengin.ValidateOptions(in, zengin.Options{MaxErrors: max, Names: o.Names})
+	case CoreBalance:
+		res.CoreBalance, err = corebalance.ValidateMax(in, max)
 	default:
 		res.Overnight, err = overnight.ValidateMax(in, max)
 	}
@@ -141,6 +151,8 @@ func Describe(w io.Writer, name string, r io.Reader, o Options) (*Result, error)
 		describeZengin(w, &res.Zengin)
 	case Overnight:
 		describeOvernight(w, &res.Overnight)
+	case CoreBalance:
+		describeCoreBalance(w, &res.CoreBalance)
 	}
 	WriteErrors(w, res)
 	return res, nil
@@ -155,9 +167,12 @@ func Validate(w io.Writer, name string, r io.Reader, o Options) (*Result, error)
 	if res.OK() {
 		var n int
 		var size int64
-		if res.Format == Zengin {
+		switch res.Format {
+		case Zengin:
 			n, size = res.Zengin.Records, res.Zengin.Bytes
-		} else {
+		case CoreBalance:
+			n, size = res.CoreBalance.Records, res.CoreBalance.Bytes
+		default:
 			n, size = res.Overnight.Records, res.Overnight.Bytes
 		}
 		fmt.Fprintf(w, "%s: OK: %s, %d records, %d bytes\n", name, res.Format, n, size)
@@ -171,7 +186,7 @@ func Validate(w io.Writer, name string, r io.Reader, o Options) (*Result, error)
 // formatName names the format a file was checked as.
 func formatName(res *Result) string {
 	if res.Unrecognised {
-		return "not a recognised file (neither a Zengin header nor HPOST/HRSLT first); checked as a " + res.Format.String()
+		return "not a recognised file (neither a Zengin header nor HPOST/HRSLT/HCBAL first); checked as a " + res.Format.String()
 	}
 	return res.Format.String()
 }
@@ -291,6 +306,18 @@ func describeOvernight(w io.Writer, s *overnight.Summary) {
 	if h.FileType == overnight.Results {
 		fmt.Fprintf(w, "posted: %d, rejected: %d (totals count posted details only)\n", s.PostedCount, s.RejectedCount)
 	}
+	if !s.Trailer {
+		fmt.Fprintln(w, "no trailer")
+	}
+}
+
+func describeCoreBalance(w io.Writer, s *corebalance.Summary) {
+	h := &s.Header
+	fmt.Fprintf(w, "size: %d bytes, %d records, separator %s\n", s.Bytes, s.Records, s.Separator)
+	if h.Version != 0 {
+		fmt.Fprintf(w, "balances: bank %s, business date %s, cutoff %s\n", h.BankCode, h.BusinessDate, h.CutoffAt)
+	}
+	fmt.Fprintf(w, "accounts: %d, balance total: %s yen, hash total: %d\n", s.Count, yen(s.BalanceTotal), s.HashTotal)
 	if !s.Trailer {
 		fmt.Fprintln(w, "no trailer")
 	}

@@ -25,6 +25,7 @@ func TestDetect(t *testing.T) {
 		{"\xf1\xf2\xf1\xf1", Zengin},
 		{"HPOST01", Overnight},
 		{"HRSLT01", Overnight},
+		{"HCBAL01", CoreBalance},
 		{"HXXXX", Unknown},
 		{"2000", Unknown},
 		{"", Unknown},
@@ -184,5 +185,34 @@ func TestYen(t *testing.T) {
 		if got := yen(v); got != want {
 			t.Errorf("yen(%d) = %q", v, got)
 		}
+	}
+}
+
+func TestDescribeAndConvertCoreBalance(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := Describe(&out, "balances.txt", bytes.NewReader(fixture(t, "corebalance/balances.txt")), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `balances.txt: core balance file (100-byte records)
+size: 714 bytes, 7 records, separator CRLF
+balances: bank 0128, business date 2026-12-02, cutoff 20261202233000
+accounts: 5, balance total: 1,000,001,249,999 yen, hash total: 7321234570
+errors: none
+`
+	if out.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	var none, crlf bytes.Buffer
+	if _, err := Convert(&none, bytes.NewReader(fixture(t, "corebalance/balances.txt")), ConvertOptions{Separator: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if none.Len() != 7*100 {
+		t.Fatalf("no-separator output %d bytes", none.Len())
+	}
+	if _, err := Convert(&crlf, bytes.NewReader(none.Bytes()), ConvertOptions{Separator: "crlf"}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(crlf.Bytes(), fixture(t, "corebalance/balances.txt")) {
+		t.Fatal("round trip through no separator differs")
 	}
 }

@@ -60,7 +60,7 @@ func (d *day) openScheduler() error {
 	if err := overnight.Register(reg, exchanges); err != nil {
 		return err
 	}
-	if d.eod, err = eod.Register(d.ctx, reg, eod.Config{DB: d.n.DB, Banks: adapters, DataDir: d.dir, Clock: d.clk, Logger: d.log}); err != nil {
+	if d.eod, err = eod.Register(d.ctx, reg, eod.Config{DB: d.n.DB, Banks: adapters, DataDir: d.dir, BalanceFile: d.n.BalanceFile, Clock: d.clk, Logger: d.log}); err != nil {
 		return err
 	}
 	if d.runner, err = scheduler.NewRunner(scheduler.Options{Ledger: led, Registry: reg, Config: scheduler.DefaultConfig(),

@@ -108,8 +108,20 @@ func (n *Node) registerJobs(ctx context.Context, reg *scheduler.Registry, clk cl
 	if err := overnight.Register(reg, exchanges); err != nil {
 		return err
 	}
-	_, err := eod.Register(ctx, reg, eod.Config{DB: n.DB, Banks: n.adapters(), DataDir: n.DataDir, Cases: cs, Clock: clk, Logger: log})
+	_, err := eod.Register(ctx, reg, eod.Config{DB: n.DB, Banks: n.adapters(), DataDir: n.DataDir, BalanceFile: n.BalanceFile,
+		Cases: cs, Clock: clk, Logger: log})
 	return err
+}
+
+// BalanceFile is where EOD finds a bank's core balance file: a bank whose
+// simulated core runs in this node has it write the file now (what the
+// core does in its batch window); another core drops it into
+// eod.BalanceDir.
+func (n *Node) BalanceFile(ctx context.Context, bank, businessDate string) (string, error) {
+	if b := n.Banks[bank]; b != nil && b.Core != nil {
+		return b.Core.DropBalanceFile(ctx, eod.BalanceDir(n.DataDir), businessDate)
+	}
+	return eod.BalanceFilePath(n.DataDir, bank, businessDate)
 }
 
 // drainRounds bounds one run of the outbox-drain job: each round is one

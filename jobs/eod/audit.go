@@ -45,7 +45,8 @@ func (a AuditResult) Text() string {
 }
 
 // FinalityAudit is the "finality-audit" job: a full FinalityLog chain
-// audit on demand (spec 004 POST /internal/cron/finality-audit; EOD runs
+// audit on demand (every entry, on both cores, and the nightly audit's
+// anchors) (spec 004 POST /internal/cron/finality-audit; EOD runs
 // the same verification as its chain-audit step). It is a repeating job:
 // every manual run audits again and is recorded by its run id in
 // FinalityAudits; breaks go to CHAIN_TAMPERED Cases like EOD's. Its Result
@@ -73,6 +74,12 @@ func (e *EOD) fullAudit(ctx context.Context, sc scheduler.StepContext) (string, 
 	rep, err := finality.VerifyAll(ctx, e.cfg.DB)
 	if err != nil {
 		return "", fmt.Errorf("eod: finality audit: %w", err)
+	}
+	// The nightly audit's anchors are part of what the full audit checks.
+	if _, b, err := finality.VerifyAnchors(ctx, e.cfg.DB); err != nil {
+		return "", fmt.Errorf("eod: finality audit: %w", err)
+	} else if b != nil {
+		rep.Breaks = append([]finality.Break{*b}, rep.Breaks...)
 	}
 	a := AuditResult{ChainsChecked: rep.Chains, EntriesChecked: rep.Entries, BrokenChains: []BrokenChain{}, CaseIDs: []string{}}
 	for _, b := range rep.Breaks {

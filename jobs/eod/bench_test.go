@@ -131,6 +131,7 @@ func scaleFixture(b testing.TB, accounts, postings int) (*fixture, Config) {
 		}
 		b.Cleanup(func() { a.Close() })
 		f.banks = append(f.banks, a)
+		f.cores[bank] = core
 		acct := func(i int) string { return fmt.Sprintf("%03d-1-%07d", 100+bi, i) }
 		myPostings := postings / len(banks)
 		credits := func(i int) int64 { // credits of account i: postings k with k % perBank == i
@@ -165,7 +166,7 @@ func scaleFixture(b testing.TB, accounts, postings int) (*fixture, Config) {
 			return []any{ref, k + 1, fmt.Sprintf("TX%09d", k*len(banks)+bi), bank + ":" + strconv.Itoa(k%perBank), "RQ" + ref, stamp(k)}
 		})
 	}
-	return f, Config{DB: f.db, Banks: f.banks, DataDir: f.dir, Cases: cs, Clock: f.clk}
+	return f, Config{DB: f.db, Banks: f.banks, DataDir: f.dir, Cases: cs, Clock: f.clk, BalanceFile: f.dropBalanceFile}
 }
 
 // BenchmarkEOD runs the whole EOD job over ZCGW_EOD_ACCOUNTS accounts

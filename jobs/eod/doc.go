@@ -1,8 +1,10 @@
 // Package eod is the end-of-day job: close the JST business date (with the
 // day's transaction figures), reset the participants' daily limits for the
-// next date (recorded per bank), run the full FinalityLog chain audit
-// (a break opens a Case through coordinator/cases), reconcile every bank's
-// shadow ledger with its core through the adapter's reconciliation API,
+// next date (recorded per bank), run the nightly FinalityLog chain audit
+// of the entries appended since the last clean audit's anchor (a break
+// opens a Case through coordinator/cases; a clean audit records the next
+// anchor), reconcile every bank's shadow ledger with its core balance file
+// (formats/corebalance) through the adapter's reconciliation API,
 // and write the reconciliation workbook (jobs/workbook) to
 // <data>/reports/. Each step is restartable: coordinator-row steps are
 // scheduler RunTx steps (exactly once); the others record their own effect

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/corebalance"
 	"github.com/zcgw/zcgw/jobs/scheduler"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -142,6 +144,11 @@ type Config struct {
 	Banks []*adapter.Adapter
 	// DataDir is the data folder; workbooks go to DataDir/reports.
 	DataDir string
+	// BalanceFile returns the path of a bank's core balance file
+	// (formats/corebalance) for a business date, which the reconcile step
+	// merges with the shadow ledger. nil: BalanceFilePath, the file the
+	// core dropped into <DataDir>/balances.
+	BalanceFile func(ctx context.Context, bank, businessDate string) (string, error)
 	// Cases opens the Case for a chain break (nil: cases.New with defaults).
 	Cases  *cases.Cases
 	Clock  clock.Clock
@@ -175,6 +182,10 @@ func New(ctx context.Context, cfg Config) (*EOD, error) {
 	}
 	if cfg.Cases == nil {
 		cfg.Cases = cases.New(cfg.Clock, cfg.Logger, 0)
+	}
+	if cfg.BalanceFile == nil {
+		dir := cfg.DataDir
+		cfg.BalanceFile = func(_ context.Context, bank, date string) (string, error) { return BalanceFilePath(dir, bank, date) }
 	}
 	if err := EnsureSchema(ctx, cfg.DB); err != nil {
 		return nil, fmt.Errorf("eod: schema: %w", err)
@@ -326,10 +337,14 @@ func (e *EOD) resetLimits(ctx context.Context, tx *store.Tx, sc scheduler.StepCo
 	return fmt.Sprintf("reset daily limits of %d participants for %s (%d recorded)", reset, next, recorded), nil
 }
 
-// chainAudit verifies every FinalityLog chain (outside any write
-// transaction: the read pool sees a consistent snapshot) and then, in one
-// fenced transaction, opens a Case for the breaks and records the audit.
-// A restart finds the recorded audit and changes nothing.
+// chainAudit is the nightly, incremental chain audit (finality.VerifySince,
+// outside any write transaction, on both cores): the stored anchor is
+// checked, then the FinalityLog entries appended after it are verified.
+// Then, in one fenced transaction, it opens a Case for the breaks, records
+// the audit and, when it was clean, the new anchor (its last entry), so
+// the next night starts there; a broken audit leaves the anchor where it
+// was. A restart finds the recorded audit and changes nothing. The full
+// audit is the finality-audit job.
 func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string, error) {
 	if err := e.hook(stepChainAudit, "before"); err != nil {
 		return "", err
@@ -339,10 +354,11 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 	} else if ok {
 		return "already audited: " + a.Text(), nil
 	}
-	rep, err := finality.VerifyAll(ctx, e.cfg.DB)
+	audit, err := finality.VerifySince(ctx, e.cfg.DB, finality.Workers())
 	if err != nil {
 		return "", fmt.Errorf("eod: chain audit: %w", err)
 	}
+	rep := audit.Report
 	var caseIDs []string
 	err = e.cfg.DB.Write(ctx, func(tx *store.Tx) error {
 		if err := sc.Fence(ctx, tx); err != nil {
@@ -357,6 +373,11 @@ func (e *EOD) chainAudit(ctx context.Context, sc scheduler.StepContext) (string,
 		var err error
 		if caseIDs, _, err = e.openBreakCases(ctx, tx, rep.Breaks, sc.BusinessDate); err != nil {
 			return err
+		}
+		if audit.Next != nil { // clean: the next night starts after this point
+			if _, err := finality.RecordAnchorTx(ctx, tx, e.cfg.Clock, audit.Anchor, *audit.Next); err != nil {
+				return err
+			}
 		}
 		bj, _ := json.Marshal(rep.Breaks)
 		cj, _ := json.Marshal(caseIDs)
@@ -462,7 +483,7 @@ func (e *EOD) reconcile(ctx context.Context, sc scheduler.StepContext) (string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			all[i] = e.reconcileBank(ctx, a)
+			all[i] = e.reconcileBank(ctx, a, sc.BusinessDate)
 		}()
 	}
 	wg.Wait()
@@ -501,32 +522,54 @@ func (e *EOD) reconcile(ctx context.Context, sc scheduler.StepContext) (string, 
 	return fmt.Sprintf("reconciled %d banks, %d accounts: %d drifted, %d banks failed", len(all), accts, drifts, failed), nil
 }
 
-func (e *EOD) reconcileBank(ctx context.Context, a *adapter.Adapter) BankRecon {
+// reconcileBank reconciles one bank from its core balance file in one
+// streaming pass (adapter.ReconcileBalanceFile). Totals are over the
+// accounts the file answered for, so that they compare like with like;
+// accounts missing from the file are counted as unavailable. A missing or
+// refused file, or one of another date, is the bank's error: nothing is
+// compared (the per-account inquiry stays for one account an operator
+// asks about, not for a whole bank).
+func (e *EOD) reconcileBank(ctx context.Context, a *adapter.Adapter, date string) BankRecon {
 	br := BankRecon{BankID: a.BankID()}
-	results, err := a.ReconcileAll(ctx)
-	if err != nil {
+	fail := func(err error) BankRecon {
 		br.Error = err.Error()
 		e.log.ErrorContext(ctx, "eod.reconcile_failed", "bank_id", br.BankID, "error", err)
+		return br
 	}
-	// Totals are over the accounts the core answered for, so that they
-	// compare like with like; the others are counted as unavailable.
-	for _, r := range results {
-		br.Accounts++
-		switch r.Status {
-		case adapter.ReconMatched:
-			br.Matched++
-		case adapter.ReconDrift:
-			br.Drifts++
-		case adapter.ReconUnsettled:
-			br.Unsettled++
-		default:
-			br.Unavailable++
-			continue
-		}
-		br.ShadowTotal += r.ShadowBalance
-		br.CoreTotal += r.CoreBalance
+	path, err := e.cfg.BalanceFile(ctx, br.BankID, date)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(fmt.Errorf("core balance file: %w", err))
+	}
+	defer f.Close()
+	r, err := a.ReconcileBalanceFile(ctx, f, nil)
+	if err == nil && r.BusinessDate != date {
+		err = fmt.Errorf("core balance file %s is of business date %s, not %s", filepath.Base(path), r.BusinessDate, date)
+	}
+	br.Accounts, br.Matched, br.Drifts, br.Unsettled, br.Unavailable = r.Accounts, r.Matched, r.Drifts, r.Unsettled, r.NotInFile
+	br.ShadowTotal, br.CoreTotal = r.ShadowTotal, r.CoreTotal
+	if err != nil {
+		return fail(err)
 	}
 	return br
+}
+
+// BalanceDir is where cores drop their balance files: <data>/balances.
+func BalanceDir(dataDir string) string { return filepath.Join(dataDir, "balances") }
+
+// BalanceFilePath is the core balance file of bank (zcgw bank id) for a
+// JST business date in BalanceDir, under the name the format declares
+// (corebalance.FileName).
+func BalanceFilePath(dataDir, bank, date string) (string, error) {
+	d, err := clock.ParseBusinessDate(date)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(BalanceDir(dataDir), corebalance.FileName(fmt.Sprintf("%04s", bank),
+		corebalance.Date{Year: d.Year(), Month: int(d.Month()), Day: d.Day()})), nil
 }
 
 func nullStr(s string) any {

@@ -169,7 +169,7 @@ func newFixture(t *testing.T) *fixture {
 	if _, err := a1.Outbox().Drain(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	f.cfg = Config{DB: f.db, Banks: f.banks, DataDir: f.dir, Cases: cs, Clock: f.clk}
+	f.cfg = Config{DB: f.db, Banks: f.banks, DataDir: f.dir, Cases: cs, Clock: f.clk, BalanceFile: f.dropBalanceFile}
 	return f
 }
 
@@ -192,6 +192,12 @@ func count(t *testing.T, db *store.DB, q string, args ...any) int {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
+}
+
+// dropBalanceFile has the bank's simulated core write its balance file
+// into the data folder now, as a core does in its batch window.
+func (f *fixture) dropBalanceFile(ctx context.Context, bank, date string) (string, error) {
+	return f.cores[bank].DropBalanceFile(ctx, BalanceDir(f.dir), date)
 }
 
 func (f *fixture) runner(t testing.TB, cfg Config) *scheduler.Runner {
