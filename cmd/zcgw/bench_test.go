@@ -99,3 +99,33 @@ func TestBenchExitsNonZeroOnBreach(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchIdleMode: --idle runs the node with no request and reports the
+// CPU it used over the window; --max-idle-cpu fails the run (exit 1,
+// naming the bound) when the node used more.
+func TestBenchIdleMode(t *testing.T) {
+	code, out, errs := zcgwIn(context.Background(), "bench", "--idle", "1s", "--banks", "2", "--json")
+	if code != 0 {
+		t.Fatalf("zcgw bench --idle: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		Transfers   int      `json:"transfers"`
+		IdleSeconds float64  `json:"idle_s"`
+		IdleCPU     float64  `json:"idle_cpu_percent_of_one_core"`
+		Invariants  []string `json:"invariants_checked"`
+		Breach      string   `json:"breach"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is no JSON: %v\n%s", err, out)
+	}
+	if rep.Transfers != 0 || rep.IdleSeconds < 1 || rep.IdleCPU <= 0 || len(rep.Invariants) != 5 || rep.Breach != "" {
+		t.Errorf("idle report: %+v", rep)
+	}
+	code, out, errs = zcgwIn(context.Background(), "bench", "--idle", "1s", "--banks", "2", "--max-idle-cpu", "0.0001")
+	if code != 1 || !strings.Contains(errs, "zcgw bench: FAILED: bound idle-cpu exceeded") || !strings.Contains(out, "idle CPU") {
+		t.Fatalf("exit %d, want 1 naming the idle-cpu bound\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if code, _, errs := zcgwIn(context.Background(), "bench", "--max-idle-cpu", "2"); code != 2 || !strings.Contains(errs, "--max-idle-cpu needs --idle") {
+		t.Fatalf("--max-idle-cpu without --idle: exit %d\n%s", code, errs)
+	}
+}

@@ -35,7 +35,17 @@ type Options struct {
 	// BeforeCheck runs after the run, before the invariant checks (tests
 	// use it to break an invariant on purpose).
 	BeforeCheck func(ctx context.Context, n *node.Node) error
+	// Idle, when > 0, is the idle mode: the node runs this long with no
+	// request at all (N, Clients and Rate are ignored) and the report
+	// gives the CPU it used, in percent of one core. MaxIdleCPU, when > 0,
+	// is the bound: above it the run fails as a Breach of BoundIdleCPU.
+	Idle       time.Duration
+	MaxIdleCPU float64
 }
+
+// idleGrace is how long the idle mode lets a fresh node finish its start
+// (the first rounds of its loops) before the measured window opens.
+const idleGrace = time.Second
 
 // Latency is a latency distribution in milliseconds.
 type Latency struct {
@@ -73,6 +83,12 @@ type Report struct {
 	Invariants     []string  `json:"invariants_checked"`
 	ChainsVerified int       `json:"chains_verified"`
 	Started        time.Time `json:"started"`
+	// The idle mode (Options.Idle): the measured window and the CPU the
+	// whole process (node and bench) used in it, user+sys from getrusage,
+	// in percent of one core.
+	IdleSeconds    float64 `json:"idle_s,omitempty"`
+	IdleCPUPercent float64 `json:"idle_cpu_percent_of_one_core,omitempty"`
+	MaxIdleCPU     float64 `json:"max_idle_cpu_percent,omitempty"`
 }
 
 // Breach is a broken invariant.
@@ -81,7 +97,12 @@ type Breach struct {
 	Detail    string
 }
 
-func (b *Breach) Error() string { return "invariant " + b.Invariant + " breached: " + b.Detail }
+func (b *Breach) Error() string {
+	if b.Invariant == BoundIdleCPU {
+		return "bound " + b.Invariant + " exceeded: " + b.Detail
+	}
+	return "invariant " + b.Invariant + " breached: " + b.Detail
+}
 
 type sent struct {
 	txid   string
@@ -95,7 +116,9 @@ type sent struct {
 // Run starts a node on opts.DataDir, runs the load and checks the
 // invariants. A breach is returned as a *Breach with the report so far.
 func Run(ctx context.Context, o Options) (rep Report, err error) {
-	if o.N <= 0 {
+	if o.Idle > 0 {
+		o.N, o.Clients, o.Rate = 0, 0, 0
+	} else if o.N <= 0 {
 		return rep, errors.New("bench: -n must be > 0")
 	}
 	if o.Clients <= 0 {
@@ -111,7 +134,10 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		o.Quiesce = 2 * time.Minute
 	}
 	cfg := Config(o.Banks)
-	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg})
+	// The idle mode measures the node `zcgw serve` runs: with the job
+	// scheduler and the file-drop watcher (the load modes leave both off,
+	// so no cron job lands inside a measured run).
+	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg, Schedule: o.Idle > 0, WatchFiles: o.Idle > 0})
 	if err != nil {
 		return rep, fmt.Errorf("bench: start node: %w", err)
 	}
@@ -124,6 +150,19 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	opening, err := positions(ctx, n)
 	if err != nil {
 		return rep, err
+	}
+	if o.Idle > 0 {
+		if err := idle(ctx, o, &rep); err != nil {
+			return rep, err
+		}
+		if err := check(ctx, n, cfg, opening, nil, map[string]string{}, &rep); err != nil {
+			return rep, err
+		}
+		if o.MaxIdleCPU > 0 && rep.IdleCPUPercent > o.MaxIdleCPU {
+			return rep, &Breach{Invariant: BoundIdleCPU, Detail: fmt.Sprintf("the idle node used %.2f%% of one core over %.1fs, the bound is %.2f%%",
+				rep.IdleCPUPercent, rep.IdleSeconds, o.MaxIdleCPU)}
+		}
+		return rep, nil
 	}
 	dbs := databases(n)
 	before := commits(dbs)
@@ -334,6 +373,38 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		}
 	}
 	return rep, check(ctx, n, cfg, opening, sents, states, &rep)
+}
+
+// idle runs the idle mode's window: after idleGrace, o.Idle with no
+// request, measuring the process's CPU (getrusage) over it. Progress is
+// the elapsed time only: reading the node would cost the CPU measured.
+func idle(ctx context.Context, o Options, rep *Report) error {
+	if !clock.Sleep(ctx, idleGrace) {
+		return ctx.Err()
+	}
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for left := o.Idle; left > 0; left -= time.Second {
+		if !clock.Sleep(ctx, min(left, time.Second)) {
+			return ctx.Err()
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "zcgw bench: idle %5.1fs of %s\n", time.Since(start).Seconds(), o.Idle)
+		}
+	}
+	wall := time.Since(start)
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	rep.IdleSeconds = wall.Seconds()
+	rep.IdleCPUPercent = (cpu1 - cpu0).Seconds() / wall.Seconds() * 100
+	rep.MaxIdleCPU = o.MaxIdleCPU
+	rep.PeakRSSMB, err = peakRSSMB()
+	return err
 }
 
 // terminalWatch tells closed-loop clients when their transfer has
