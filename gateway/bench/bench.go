@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -65,30 +64,38 @@ type DBCost struct {
 
 // Report is the outcome of a run (one shape for every mode).
 type Report struct {
-	Transfers      int       `json:"transfers"`
-	Clients        int       `json:"clients"`
-	Rate           float64   `json:"rate,omitempty"`
-	Banks          int       `json:"banks"`
-	Lanes          string    `json:"lanes"`
-	Settled        int       `json:"settled"`
-	Cancelled      int       `json:"cancelled"`
-	Seconds        float64   `json:"seconds"`
-	SettledPerSec  float64   `json:"settled_per_s"`
-	Post           Latency   `json:"post_latency"`
-	PostToSettled  Latency   `json:"post_to_settled_latency"`
-	DBs            []DBCost  `json:"dbs"`
-	CommitsPerTx   float64   `json:"commits_per_settled"`
-	CPUPer1000     float64   `json:"cpu_s_per_1000"`
-	PeakRSSMB      float64   `json:"peak_rss_mb"`
-	Invariants     []string  `json:"invariants_checked"`
-	ChainsVerified int       `json:"chains_verified"`
-	Started        time.Time `json:"started"`
+	Transfers      int        `json:"transfers"`
+	Clients        int        `json:"clients"`
+	Rate           float64    `json:"rate,omitempty"`
+	Banks          int        `json:"banks"`
+	Lanes          string     `json:"lanes"`
+	Settled        int        `json:"settled"`
+	Cancelled      int        `json:"cancelled"`
+	Seconds        float64    `json:"seconds"`
+	SettledPerSec  float64    `json:"settled_per_s"`
+	Post           Latency    `json:"post_latency"`
+	PostToSettled  Latency    `json:"post_to_settled_latency"`
+	ByLane         []LaneStat `json:"by_lane,omitempty"` // with more than one lane
+	DBs            []DBCost   `json:"dbs"`
+	CommitsPerTx   float64    `json:"commits_per_settled"`
+	CPUPer1000     float64    `json:"cpu_s_per_1000"`
+	PeakRSSMB      float64    `json:"peak_rss_mb"`
+	Invariants     []string   `json:"invariants_checked"`
+	ChainsVerified int        `json:"chains_verified"`
+	Started        time.Time  `json:"started"`
 	// The idle mode (Options.Idle): the measured window and the CPU the
 	// whole process (node and bench) used in it, user+sys from getrusage,
 	// in percent of one core.
 	IdleSeconds    float64 `json:"idle_s,omitempty"`
 	IdleCPUPercent float64 `json:"idle_cpu_percent_of_one_core,omitempty"`
 	MaxIdleCPU     float64 `json:"max_idle_cpu_percent,omitempty"`
+}
+
+// LaneStat is one lane's share of a mixed run (--lanes with two or more).
+type LaneStat struct {
+	Lane          string  `json:"lane"`
+	Settled       int     `json:"settled"`
+	PostToSettled Latency `json:"post_to_settled_latency"`
 }
 
 // Breach is a broken invariant.
@@ -106,6 +113,7 @@ func (b *Breach) Error() string {
 
 type sent struct {
 	txid   string
+	lane   string
 	payer  string // bank/hash
 	payee  string // bank/hash
 	amount int64
@@ -229,7 +237,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		}
 		posted.Add(1)
 		txid = out.TxID
-		sents = append(sents, sent{txid: out.TxID, payer: pb + "/" + fmt.Sprintf("h:%s-%04d", pb, acct), payee: qb + "/" + fmt.Sprintf("h:%s-%04d", qb, acct), amount: amount, at: t, post: d})
+		sents = append(sents, sent{txid: out.TxID, lane: laneOf(o.Lanes, i), payer: pb + "/" + fmt.Sprintf("h:%s-%04d", pb, acct), payee: qb + "/" + fmt.Sprintf("h:%s-%04d", qb, acct), amount: amount, at: t, post: d})
 		return txid
 	}
 
@@ -265,9 +273,15 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		tick.Stop()
 	} else { // closed loop: Clients clients, each posts its next once its last is terminal
 		watch := newTerminalWatch()
+		last, err := watch.start(ctx, n.DB)
+		if err != nil {
+			stopProg()
+			<-progDone
+			return rep, fmt.Errorf("bench: watch: %w", err)
+		}
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go watch.run(watchCtx, n.DB)
+		go watch.run(watchCtx, n.DB, last)
 		work := make(chan int)
 		for c := 0; c < o.Clients; c++ {
 			wg.Add(1)
@@ -351,6 +365,19 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		rep.SettledPerSec = float64(rep.Settled) / rep.Seconds
 	}
 	rep.Post, rep.PostToSettled = percentiles(postLat), percentiles(settleLat)
+	if len(o.Lanes) > 1 {
+		byLane := map[string][]time.Duration{}
+		settledIn := map[string]int{}
+		for _, s := range sents {
+			if at, ok := settledAt[s.txid]; ok && states[s.txid] == "SETTLED" {
+				byLane[s.lane] = append(byLane[s.lane], at.Sub(s.at))
+				settledIn[s.lane]++
+			}
+		}
+		for _, l := range o.Lanes {
+			rep.ByLane = append(rep.ByLane, LaneStat{Lane: l.Lane, Settled: settledIn[l.Lane], PostToSettled: percentiles(byLane[l.Lane])})
+		}
+	}
 	for _, d := range dbs {
 		c := after[d.name] - before[d.name]
 		cost := DBCost{File: d.name, Commits: c}
@@ -408,23 +435,36 @@ func idle(ctx context.Context, o Options, rep *Report) error {
 }
 
 // terminalWatch tells closed-loop clients when their transfer has
-// finished. One goroutine reads the states of every transfer in flight in
-// one query every 5 ms, so the watching costs the node one read per tick
-// whatever the number of clients (a bank waits for each answer; it does
-// not add load of its own while it waits).
+// finished. One goroutine looks every watchEvery, and only when zc.db has
+// committed since its last look (store.DB.Stats, an atomic read) does it
+// read: the FinalityLog entries appended since its last read that made a
+// transfer SETTLED or CANCELLED, a range of the event_seq index. So the
+// watching costs the node nothing while it is idle and, under load, one
+// read of the new entries per look, whatever the number of transfers in
+// flight. (event_seq is allocated inside the single writer's transaction,
+// so no entry below the last one read can commit later.)
 type terminalWatch struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
+	early   map[string]bool // terminal before its client began to wait
 }
 
+// watchEvery is how often the watcher looks at zc.db's commit counter.
+const watchEvery = 5 * time.Millisecond
+
 func newTerminalWatch() *terminalWatch {
-	return &terminalWatch{waiting: map[string]chan struct{}{}}
+	return &terminalWatch{waiting: map[string]chan struct{}{}, early: map[string]bool{}}
 }
 
 // wait blocks until txid is SETTLED or CANCELLED, or ctx ends.
 func (w *terminalWatch) wait(ctx context.Context, txid string) {
-	ch := make(chan struct{})
 	w.mu.Lock()
+	if w.early[txid] {
+		delete(w.early, txid)
+		w.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
 	w.waiting[txid] = ch
 	w.mu.Unlock()
 	select {
@@ -433,43 +473,55 @@ func (w *terminalWatch) wait(ctx context.Context, txid string) {
 	}
 }
 
-// run polls until ctx ends.
-func (w *terminalWatch) run(ctx context.Context, db *store.DB) {
-	for clock.Sleep(ctx, 5*time.Millisecond) {
-		w.mu.Lock()
-		ids := make([]any, 0, len(w.waiting))
-		for id := range w.waiting {
-			ids = append(ids, id)
-		}
-		w.mu.Unlock()
-		if len(ids) == 0 {
+// start reads where the FinalityLog ends now; run then watches from there
+// until ctx ends.
+func (w *terminalWatch) start(ctx context.Context, db *store.DB) (last int64, err error) {
+	err = db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(event_seq), 0) FROM FinalityLog`).Scan(&last)
+	})
+	return last, err
+}
+
+func (w *terminalWatch) run(ctx context.Context, db *store.DB, last int64) {
+	seen := int64(-1)
+	for clock.Sleep(ctx, watchEvery) {
+		c := db.Stats().Commits // before the read: a later commit makes the next look read again
+		if c == seen {
 			continue
 		}
-		var done []string
+		type entry struct {
+			seq  int64
+			txid string
+		}
+		var got []entry
 		err := db.Read(ctx, func(tx *store.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT txid FROM Transactions WHERE state IN ('SETTLED','CANCELLED') AND txid IN (?`+
-				strings.Repeat(",?", len(ids)-1)+`)`, ids...)
+			rows, err := tx.QueryContext(ctx, `SELECT event_seq, txid FROM FinalityLog
+				WHERE event_seq > ? AND state_to IN ('SETTLED','CANCELLED') AND txid IS NOT NULL ORDER BY event_seq`, last)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
+				var e entry
+				if err := rows.Scan(&e.seq, &e.txid); err != nil {
 					return err
 				}
-				done = append(done, id)
+				got = append(got, e)
 			}
 			return rows.Err()
 		})
 		if err != nil {
-			continue // the next tick reads again
+			continue // the next look reads again
 		}
+		seen = c
 		w.mu.Lock()
-		for _, id := range done {
-			if ch, ok := w.waiting[id]; ok {
+		for _, e := range got {
+			last = e.seq
+			if ch, ok := w.waiting[e.txid]; ok {
 				close(ch)
-				delete(w.waiting, id)
+				delete(w.waiting, e.txid)
+			} else {
+				w.early[e.txid] = true
 			}
 		}
 		w.mu.Unlock()
@@ -487,17 +539,18 @@ func laneString(ls []LaneShare) string {
 	return b.String()
 }
 
+// namedDB is one database file and its commit counter.
 type namedDB struct {
-	name string
-	db   *store.DB
+	name    string
+	commits func() int64
 }
 
-// databases lists every database file of the node bench reads commits of.
+// databases lists every database file of the node bench counts commits
+// of: the coordinator's, the ingress nonces, the embedded MQ's queue file,
+// the job ledger, and each bank's adapter and core.
 func databases(n *node.Node) []namedDB {
-	out := []namedDB{{"zc.db", n.DB}}
-	if n.NonceDB != nil {
-		out = append(out, namedDB{"ingress-nonces.db", n.NonceDB})
-	}
+	of := func(db *store.DB) func() int64 { return func() int64 { return db.Stats().Commits } }
+	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}, {"mq.db", n.Transport.Commits}, {"jobs ledger", of(n.JobLedger.DB())}}
 	ids := make([]string, 0, len(n.Banks))
 	for id := range n.Banks {
 		ids = append(ids, id)
@@ -505,7 +558,7 @@ func databases(n *node.Node) []namedDB {
 	sort.Strings(ids)
 	for _, id := range ids {
 		b := n.Banks[id]
-		out = append(out, namedDB{"bank " + id + " adapter", b.Adapter.DB()}, namedDB{"bank " + id + " core", b.Core.DB()})
+		out = append(out, namedDB{"bank " + id + " adapter", of(b.Adapter.DB())}, namedDB{"bank " + id + " core", of(b.Core.DB())})
 	}
 	return out
 }
@@ -513,7 +566,7 @@ func databases(n *node.Node) []namedDB {
 func commits(dbs []namedDB) map[string]int64 {
 	m := map[string]int64{}
 	for _, d := range dbs {
-		m[d.name] = d.db.Stats().Commits
+		m[d.name] = d.commits()
 	}
 	return m
 }

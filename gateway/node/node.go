@@ -124,8 +124,10 @@ type Node struct {
 	// reads its commit counter.
 	NonceDB *store.DB
 	// Jobs is the batch-job runner behind POST /internal/cron/{job}, with
-	// every job body registered (registerAllJobs; JobCatalog lists them).
-	Jobs *scheduler.Runner
+	// every job body registered (registerAllJobs; JobCatalog lists them);
+	// JobLedger is its run ledger (DATA/jobs.db).
+	Jobs      *scheduler.Runner
+	JobLedger *ledger.Ledger
 	// FinalityLog is the one log every coordinator writer appends to.
 	FinalityLog *finality.Log
 	// EventSigner signs the §12.2 signature block of every event with the
@@ -149,7 +151,6 @@ type Node struct {
 	ln       net.Listener
 	signer   signing.Ed25519Signer
 	nonces   *signing.DBNonces
-	ledger   *ledger.Ledger
 	kafka    atomic.Pointer[kafkapub.Publisher] // nil until started (readyChecks)
 	log      *slog.Logger
 	clk      clock.Clock
@@ -496,14 +497,14 @@ func (n *Node) openJobs(ctx context.Context, opts Options) (func() error, error)
 	if err := n.registerAllJobs(ctx, reg, opts.Clock, opts.Logger); err != nil {
 		return nil, err
 	}
-	if n.ledger, err = ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock); err != nil {
+	if n.JobLedger, err = ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock); err != nil {
 		return nil, err
 	}
-	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: n.ledger, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
-		n.ledger.Close()
+	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: n.JobLedger, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		n.JobLedger.Close()
 		return nil, err
 	}
-	return n.ledger.Close, nil
+	return n.JobLedger.Close, nil
 }
 
 // openFiles builds the file-drop processor over every bank's folders
@@ -544,7 +545,7 @@ func (n *Node) startGateway(ctx context.Context, opts Options) (func() error, er
 		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
-		Ready: n.readyChecks(n.NonceDB, n.ledger.DB()), Collectors: n.collectors(n.ledger), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
+		Ready: n.readyChecks(n.NonceDB, n.JobLedger.DB()), Collectors: n.collectors(n.JobLedger), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
 		Adapters: n.adaptersByBank(),
 		Clock:    opts.Clock, Logger: opts.Logger,
 	})
