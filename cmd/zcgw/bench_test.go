@@ -69,8 +69,8 @@ func TestBenchRunsAndReports(t *testing.T) {
 	for _, d := range rep.DBs {
 		files[d.File] = d.Commits
 	}
-	if _, ok := files["jobs ledger"]; !ok {
-		t.Errorf("no jobs ledger in the report: %v", files)
+	if _, ok := files["zc.db job ledger"]; !ok {
+		t.Errorf("no job ledger in the report: %v", files)
 	}
 	for _, f := range []string{"zc.db", "ingress-nonces.db", "mq.db", "bank 001 adapter", "bank 001 core", "bank 002 adapter", "bank 002 core"} {
 		if files[f] <= 0 {

@@ -547,10 +547,11 @@ type namedDB struct {
 
 // databases lists every database file of the node bench counts commits
 // of: the coordinator's, the ingress nonces, the embedded MQ's queue file,
-// the job ledger, and each bank's adapter and core.
+// the job ledger (a second handle on zc.db: its own commits, the same
+// WAL), and each bank's adapter and core.
 func databases(n *node.Node) []namedDB {
 	of := func(db *store.DB) func() int64 { return func() int64 { return db.Stats().Commits } }
-	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}, {"mq.db", n.Transport.Commits}, {"jobs ledger", of(n.JobLedger.DB())}}
+	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}, {"mq.db", n.Transport.Commits}, {"zc.db job ledger", of(n.JobLedger.DB())}}
 	ids := make([]string, 0, len(n.Banks))
 	for id := range n.Banks {
 		ids = append(ids, id)
