@@ -87,16 +87,10 @@ func (n *DBNonces) RunSweep(ctx context.Context, every time.Duration, log *slog.
 		every = NonceSweepEvery
 	}
 	log = zclog.OrDiscard(log)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if err := n.Sweep(ctx); err != nil && ctx.Err() == nil {
-				log.ErrorContext(ctx, "signing.nonce_sweep_failed", "error", err.Error())
-			}
+	for clock.Sleep(ctx, every) {
+		if err := n.Sweep(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "signing.nonce_sweep_failed", "error", err.Error())
 		}
 	}
+	return ctx.Err()
 }

@@ -99,16 +99,10 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		cfg.Every = time.Second
 	}
 	log := zclog.OrDiscard(cfg.Logger)
-	t := time.NewTicker(cfg.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := PickUp(ctx, cfg.Core, cfg.Clock, cfg.Inbound, cfg.Results, nil); err != nil && ctx.Err() == nil {
-				log.ErrorContext(ctx, "corepickup.failed", "bank_id", cfg.Core.Bank(), "error", err.Error())
-			}
+	for clock.Sleep(ctx, cfg.Every) {
+		if _, err := PickUp(ctx, cfg.Core, cfg.Clock, cfg.Inbound, cfg.Results, nil); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "corepickup.failed", "bank_id", cfg.Core.Bank(), "error", err.Error())
 		}
 	}
+	return ctx.Err()
 }
