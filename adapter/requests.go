@@ -327,28 +327,38 @@ func (a *Adapter) reask(ctx context.Context, command string, body []byte) ([]byt
 	return nil, false, nil // a command without a core question: released for a fresh call
 }
 
+// RequestSweepEvery is how often RunRequestRecovery sweeps the request
+// records (SweepRequests): it removes PROCESSING orphans after
+// idem.OrphanAge (15 minutes) and answers after idem.DoneTTL (24 hours),
+// so a minute is far finer than the work needs.
+const RequestSweepEvery = time.Minute
+
 // RunRequestRecovery runs RecoverRequests at once (taking back what an
 // earlier start of this node left in progress) and then every `every`
-// (default half the request lease), and SweepRequests with it, until ctx
-// is done. The node runs it for every bank; it returns ctx's error.
+// (default half the request lease, the only delay its work has), and
+// SweepRequests at once and then every RequestSweepEvery, until ctx is
+// done. The node runs it for every bank; it returns ctx's error.
 func (a *Adapter) RunRequestRecovery(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		every = a.lease / 2
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
+	recoverAt, sweepAt := time.NewTimer(0), time.NewTimer(0)
+	defer recoverAt.Stop()
+	defer sweepAt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-recoverAt.C:
+			if _, err := a.RecoverRequests(ctx); err != nil && ctx.Err() == nil {
+				a.log.ErrorContext(ctx, "adapter.request_recovery_failed", "error", err.Error())
+			}
+			recoverAt.Reset(every)
+		case <-sweepAt.C:
+			if _, err := a.SweepRequests(ctx); err != nil && ctx.Err() == nil {
+				a.log.ErrorContext(ctx, "adapter.request_sweep_failed", "error", err.Error())
+			}
+			sweepAt.Reset(RequestSweepEvery)
 		}
-		if _, err := a.RecoverRequests(ctx); err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "adapter.request_recovery_failed", "error", err.Error())
-		}
-		if _, err := a.SweepRequests(ctx); err != nil && ctx.Err() == nil {
-			a.log.ErrorContext(ctx, "adapter.request_sweep_failed", "error", err.Error())
-		}
-		t.Reset(every)
 	}
 }

@@ -30,18 +30,23 @@ func init() {
 var benchBeforeCheck func(ctx context.Context, n *node.Node) error
 
 func benchUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R] [--banks K] [--lanes EXPRESS=100] [--data DIR [--keep]] [--json]")
+	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R | --idle D [--max-idle-cpu P]] [--banks K] [--lanes EXPRESS=100] [--data DIR [--keep]] [--json] [--cpuprofile FILE]")
 	fmt.Fprintln(w, "Starts a node in this process on a fresh data folder (a temporary one unless --data names an empty or")
 	fmt.Fprintln(w, "new folder; removed at the end unless --keep) with K banks (default 4), 3 funded accounts each, the")
 	fmt.Fprintln(w, "embedded MQ and synchronous=FULL, and drives it over HTTP as banks do: POST /api/transfers with the")
 	fmt.Fprintln(w, "payer bank's API key and an idempotency key. -n transfers (default 1000) from -c clients (default 16),")
-	fmt.Fprintln(w, "each posting its next once its last is SETTLED or CANCELLED (closed loop); --rate R posts R transfers/s whatever is in flight (open loop)")
-	fmt.Fprintln(w, "(open loop). --lanes gives each lane's percent (only EXPRESS so far). One progress line a second on")
+	fmt.Fprintln(w, "each posting its next once its last is SETTLED or CANCELLED (closed loop); --rate R posts R transfers/s")
+	fmt.Fprintln(w, "whatever is in flight (open loop). --lanes gives each lane's percent, of EXPRESS and STANDARD (both")
+	fmt.Fprintln(w, "settle online; STANDARD adds the payer's authority and the payee's name checks); a mixed run reports")
+	fmt.Fprintln(w, "each lane too. One progress line a second on")
 	fmt.Fprintln(w, "stderr, then the report: settled transfers/s, POST and POST->SETTLED latency (p50, p99, p99.9; the")
 	fmt.Fprintln(w, "SETTLED instant is its FinalityLog entry, read after the run), commits per settled transfer for each")
 	fmt.Fprintln(w, "database (each commit is one WAL fsync under synchronous=FULL), CPU seconds per 1,000 transfers and")
 	fmt.Fprintln(w, "peak RSS. Then the invariants: every transfer terminal, each account and bank's money conserved,")
 	fmt.Fprintln(w, "every posting applied exactly once at its core, every FinalityLog chain verifying.")
+	fmt.Fprintln(w, "--idle D (e.g. 20s) is the idle mode: the node runs D with no request (after 1s to finish its start) and")
+	fmt.Fprintln(w, "the report gives the CPU the process used over D (getrusage user+sys) in percent of one core; with")
+	fmt.Fprintln(w, "--max-idle-cpu P the run fails (exit 1) above P percent.")
 	fmt.Fprintln(w, "Exit 0: all held; 1: an invariant was breached (named on stderr) or the run failed; 2: bad usage.")
 }
 
@@ -57,6 +62,8 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	keep := fs.Bool("keep", false, "keep the data folder")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	idle := fs.Duration("idle", 0, "idle mode: run the node this long with no request and report its CPU")
+	maxIdle := fs.Float64("max-idle-cpu", 0, "idle mode: fail above this percent of one core")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,8 +76,12 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
 		return 2
 	}
-	if *n <= 0 || *c <= 0 || *rate < 0 || *banks < 2 {
-		fmt.Fprintln(e.Stderr, "zcgw bench: -n and -c must be > 0, --rate >= 0, --banks >= 2")
+	if *n <= 0 || *c <= 0 || *rate < 0 || *banks < 2 || *idle < 0 || *maxIdle < 0 {
+		fmt.Fprintln(e.Stderr, "zcgw bench: -n and -c must be > 0, --rate, --idle and --max-idle-cpu >= 0, --banks >= 2")
+		return 2
+	}
+	if *maxIdle > 0 && *idle == 0 {
+		fmt.Fprintln(e.Stderr, "zcgw bench: --max-idle-cpu needs --idle")
 		return 2
 	}
 	dir, explicit := e.DataDir, dataGiven(fs, globalData)
@@ -106,7 +117,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir,
-		Progress: e.Stderr, BeforeCheck: benchBeforeCheck})
+		Progress: e.Stderr, BeforeCheck: benchBeforeCheck, Idle: *idle, MaxIdleCPU: *maxIdle})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
@@ -153,6 +164,16 @@ func breachText(b *bench.Breach) string {
 }
 
 func printBench(w io.Writer, r bench.Report) {
+	if r.IdleSeconds > 0 {
+		fmt.Fprintf(w, "zcgw bench: idle node, %d banks, no request\n", r.Banks)
+		bound := ""
+		if r.MaxIdleCPU > 0 {
+			bound = fmt.Sprintf(" (bound %.2f%%)", r.MaxIdleCPU)
+		}
+		fmt.Fprintf(w, "idle CPU           %.2f%% of one core over %.1fs (user+sys of this process)%s\n", r.IdleCPUPercent, r.IdleSeconds, bound)
+		fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
+		return
+	}
 	mode := fmt.Sprintf("closed loop, %d clients", r.Clients)
 	if r.Rate > 0 {
 		mode = fmt.Sprintf("open loop, %.0f/s", r.Rate)
@@ -161,6 +182,9 @@ func printBench(w io.Writer, r bench.Report) {
 	fmt.Fprintf(w, "settled            %d (cancelled %d) in %.2fs: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.Seconds, r.SettledPerSec)
 	fmt.Fprintf(w, "POST latency       p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.Post.P50, r.Post.P99, r.Post.P999)
 	fmt.Fprintf(w, "POST->SETTLED      p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.PostToSettled.P50, r.PostToSettled.P99, r.PostToSettled.P999)
+	for _, l := range r.ByLane {
+		fmt.Fprintf(w, "  %-16s %d settled, POST->SETTLED p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", l.Lane, l.Settled, l.PostToSettled.P50, l.PostToSettled.P99, l.PostToSettled.P999)
+	}
 	fmt.Fprintf(w, "commits per settled transfer (= fsyncs: WAL, synchronous=FULL):\n")
 	for _, d := range r.DBs {
 		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)

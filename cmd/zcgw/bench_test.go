@@ -12,12 +12,13 @@ import (
 	"github.com/zcgw/zcgw/gateway/node"
 )
 
-// TestBenchRunsAndReports: a small closed-loop run settles every transfer,
-// reports positive rates and per-database commits, holds every invariant,
-// and removes its data folder (no --keep).
+// TestBenchRunsAndReports: a small closed-loop run over two lanes settles
+// every transfer, reports positive rates, each lane's share and
+// per-database commits (the MQ's queue file among them), holds every
+// invariant, and removes its data folder (no --keep).
 func TestBenchRunsAndReports(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bench")
-	code, out, errs := zcgwIn(context.Background(), "bench", "-n", "40", "-c", "4", "--banks", "2", "--data", dir, "--json")
+	code, out, errs := zcgwIn(context.Background(), "bench", "-n", "40", "-c", "4", "--banks", "2", "--lanes", "EXPRESS=75,STANDARD=25", "--data", dir, "--json")
 	if code != 0 {
 		t.Fatalf("zcgw bench: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -36,6 +37,13 @@ func TestBenchRunsAndReports(t *testing.T) {
 			File    string `json:"file"`
 			Commits int64  `json:"commits"`
 		} `json:"dbs"`
+		ByLane []struct {
+			Lane          string `json:"lane"`
+			Settled       int    `json:"settled"`
+			PostToSettled struct {
+				P50 float64 `json:"p50_ms"`
+			} `json:"post_to_settled_latency"`
+		} `json:"by_lane"`
 		CommitsPerTx   float64  `json:"commits_per_settled"`
 		CPUPer1000     float64  `json:"cpu_s_per_1000"`
 		PeakRSSMB      float64  `json:"peak_rss_mb"`
@@ -53,11 +61,18 @@ func TestBenchRunsAndReports(t *testing.T) {
 	if got := strings.Join(rep.Invariants, ","); got != "terminal,accounts,conservation,exactly-once,chains-verify" {
 		t.Errorf("invariants checked: %s", got)
 	}
+	if len(rep.ByLane) != 2 || rep.ByLane[0].Lane != "EXPRESS" || rep.ByLane[0].Settled != 30 || rep.ByLane[1].Lane != "STANDARD" || rep.ByLane[1].Settled != 10 ||
+		rep.ByLane[1].PostToSettled.P50 <= 0 {
+		t.Errorf("by lane: %+v", rep.ByLane)
+	}
 	files := map[string]int64{}
 	for _, d := range rep.DBs {
 		files[d.File] = d.Commits
 	}
-	for _, f := range []string{"zc.db", "ingress-nonces.db", "bank 001 adapter", "bank 001 core", "bank 002 adapter", "bank 002 core"} {
+	if _, ok := files["zc.db job ledger"]; !ok {
+		t.Errorf("no job ledger in the report: %v", files)
+	}
+	for _, f := range []string{"zc.db", "ingress-nonces.db", "mq.db", "bank 001 adapter", "bank 001 core", "bank 002 adapter", "bank 002 core"} {
 		if files[f] <= 0 {
 			t.Errorf("database %s: %d commits in the report", f, files[f])
 		}
@@ -97,5 +112,35 @@ func TestBenchExitsNonZeroOnBreach(t *testing.T) {
 				t.Fatalf("exit %d, want 1 naming %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, out, errs)
 			}
 		})
+	}
+}
+
+// TestBenchIdleMode: --idle runs the node with no request and reports the
+// CPU it used over the window; --max-idle-cpu fails the run (exit 1,
+// naming the bound) when the node used more.
+func TestBenchIdleMode(t *testing.T) {
+	code, out, errs := zcgwIn(context.Background(), "bench", "--idle", "1s", "--banks", "2", "--json")
+	if code != 0 {
+		t.Fatalf("zcgw bench --idle: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		Transfers   int      `json:"transfers"`
+		IdleSeconds float64  `json:"idle_s"`
+		IdleCPU     float64  `json:"idle_cpu_percent_of_one_core"`
+		Invariants  []string `json:"invariants_checked"`
+		Breach      string   `json:"breach"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is no JSON: %v\n%s", err, out)
+	}
+	if rep.Transfers != 0 || rep.IdleSeconds < 1 || rep.IdleCPU <= 0 || len(rep.Invariants) != 5 || rep.Breach != "" {
+		t.Errorf("idle report: %+v", rep)
+	}
+	code, out, errs = zcgwIn(context.Background(), "bench", "--idle", "1s", "--banks", "2", "--max-idle-cpu", "0.0001")
+	if code != 1 || !strings.Contains(errs, "zcgw bench: FAILED: bound idle-cpu exceeded") || !strings.Contains(out, "idle CPU") {
+		t.Fatalf("exit %d, want 1 naming the idle-cpu bound\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if code, _, errs := zcgwIn(context.Background(), "bench", "--max-idle-cpu", "2"); code != 2 || !strings.Contains(errs, "--max-idle-cpu needs --idle") {
+		t.Fatalf("--max-idle-cpu without --idle: exit %d\n%s", code, errs)
 	}
 }

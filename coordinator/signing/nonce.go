@@ -2,11 +2,14 @@ package signing
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
 // Nonces consumes single-use signature nonces.
@@ -68,4 +71,26 @@ CREATE TABLE IF NOT EXISTS IdempotencyKeys (
 func (n *DBNonces) Sweep(ctx context.Context) error {
 	_, err := n.keys.SweepDB(ctx, n.db)
 	return err
+}
+
+// NonceSweepEvery is how often a node sweeps its ingress nonces: a nonce
+// lives idem.DoneTTL (24h), so a minute is far finer than the work needs
+// and costs one DELETE a minute.
+const NonceSweepEvery = time.Minute
+
+// RunSweep sweeps the nonces every interval (NonceSweepEvery when <= 0)
+// until ctx ends, and returns ctx's error. A failed sweep is logged
+// (signing.nonce_sweep_failed) and tried again at the next interval: the
+// rows it left are only older than they need to be.
+func (n *DBNonces) RunSweep(ctx context.Context, every time.Duration, log *slog.Logger) error {
+	if every <= 0 {
+		every = NonceSweepEvery
+	}
+	log = zclog.OrDiscard(log)
+	for clock.Sleep(ctx, every) {
+		if err := n.Sweep(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "signing.nonce_sweep_failed", "error", err.Error())
+		}
+	}
+	return ctx.Err()
 }

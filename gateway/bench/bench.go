@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,7 +34,17 @@ type Options struct {
 	// BeforeCheck runs after the run, before the invariant checks (tests
 	// use it to break an invariant on purpose).
 	BeforeCheck func(ctx context.Context, n *node.Node) error
+	// Idle, when > 0, is the idle mode: the node runs this long with no
+	// request at all (N, Clients and Rate are ignored) and the report
+	// gives the CPU it used, in percent of one core. MaxIdleCPU, when > 0,
+	// is the bound: above it the run fails as a Breach of BoundIdleCPU.
+	Idle       time.Duration
+	MaxIdleCPU float64
 }
+
+// idleGrace is how long the idle mode lets a fresh node finish its start
+// (the first rounds of its loops) before the measured window opens.
+const idleGrace = time.Second
 
 // Latency is a latency distribution in milliseconds.
 type Latency struct {
@@ -55,24 +64,38 @@ type DBCost struct {
 
 // Report is the outcome of a run (one shape for every mode).
 type Report struct {
-	Transfers      int       `json:"transfers"`
-	Clients        int       `json:"clients"`
-	Rate           float64   `json:"rate,omitempty"`
-	Banks          int       `json:"banks"`
-	Lanes          string    `json:"lanes"`
-	Settled        int       `json:"settled"`
-	Cancelled      int       `json:"cancelled"`
-	Seconds        float64   `json:"seconds"`
-	SettledPerSec  float64   `json:"settled_per_s"`
-	Post           Latency   `json:"post_latency"`
-	PostToSettled  Latency   `json:"post_to_settled_latency"`
-	DBs            []DBCost  `json:"dbs"`
-	CommitsPerTx   float64   `json:"commits_per_settled"`
-	CPUPer1000     float64   `json:"cpu_s_per_1000"`
-	PeakRSSMB      float64   `json:"peak_rss_mb"`
-	Invariants     []string  `json:"invariants_checked"`
-	ChainsVerified int       `json:"chains_verified"`
-	Started        time.Time `json:"started"`
+	Transfers      int        `json:"transfers"`
+	Clients        int        `json:"clients"`
+	Rate           float64    `json:"rate,omitempty"`
+	Banks          int        `json:"banks"`
+	Lanes          string     `json:"lanes"`
+	Settled        int        `json:"settled"`
+	Cancelled      int        `json:"cancelled"`
+	Seconds        float64    `json:"seconds"`
+	SettledPerSec  float64    `json:"settled_per_s"`
+	Post           Latency    `json:"post_latency"`
+	PostToSettled  Latency    `json:"post_to_settled_latency"`
+	ByLane         []LaneStat `json:"by_lane,omitempty"` // with more than one lane
+	DBs            []DBCost   `json:"dbs"`
+	CommitsPerTx   float64    `json:"commits_per_settled"`
+	CPUPer1000     float64    `json:"cpu_s_per_1000"`
+	PeakRSSMB      float64    `json:"peak_rss_mb"`
+	Invariants     []string   `json:"invariants_checked"`
+	ChainsVerified int        `json:"chains_verified"`
+	Started        time.Time  `json:"started"`
+	// The idle mode (Options.Idle): the measured window and the CPU the
+	// whole process (node and bench) used in it, user+sys from getrusage,
+	// in percent of one core.
+	IdleSeconds    float64 `json:"idle_s,omitempty"`
+	IdleCPUPercent float64 `json:"idle_cpu_percent_of_one_core,omitempty"`
+	MaxIdleCPU     float64 `json:"max_idle_cpu_percent,omitempty"`
+}
+
+// LaneStat is one lane's share of a mixed run (--lanes with two or more).
+type LaneStat struct {
+	Lane          string  `json:"lane"`
+	Settled       int     `json:"settled"`
+	PostToSettled Latency `json:"post_to_settled_latency"`
 }
 
 // Breach is a broken invariant.
@@ -81,10 +104,16 @@ type Breach struct {
 	Detail    string
 }
 
-func (b *Breach) Error() string { return "invariant " + b.Invariant + " breached: " + b.Detail }
+func (b *Breach) Error() string {
+	if b.Invariant == BoundIdleCPU {
+		return "bound " + b.Invariant + " exceeded: " + b.Detail
+	}
+	return "invariant " + b.Invariant + " breached: " + b.Detail
+}
 
 type sent struct {
 	txid   string
+	lane   string
 	payer  string // bank/hash
 	payee  string // bank/hash
 	amount int64
@@ -95,7 +124,9 @@ type sent struct {
 // Run starts a node on opts.DataDir, runs the load and checks the
 // invariants. A breach is returned as a *Breach with the report so far.
 func Run(ctx context.Context, o Options) (rep Report, err error) {
-	if o.N <= 0 {
+	if o.Idle > 0 {
+		o.N, o.Clients, o.Rate = 0, 0, 0
+	} else if o.N <= 0 {
 		return rep, errors.New("bench: -n must be > 0")
 	}
 	if o.Clients <= 0 {
@@ -111,7 +142,10 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		o.Quiesce = 2 * time.Minute
 	}
 	cfg := Config(o.Banks)
-	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg})
+	// The idle mode measures the node `zcgw serve` runs: with the job
+	// scheduler and the file-drop watcher (the load modes leave both off,
+	// so no cron job lands inside a measured run).
+	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg, Schedule: o.Idle > 0, WatchFiles: o.Idle > 0})
 	if err != nil {
 		return rep, fmt.Errorf("bench: start node: %w", err)
 	}
@@ -124,6 +158,19 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	opening, err := positions(ctx, n)
 	if err != nil {
 		return rep, err
+	}
+	if o.Idle > 0 {
+		if err := idle(ctx, o, &rep); err != nil {
+			return rep, err
+		}
+		if err := check(ctx, n, cfg, opening, nil, map[string]string{}, &rep); err != nil {
+			return rep, err
+		}
+		if o.MaxIdleCPU > 0 && rep.IdleCPUPercent > o.MaxIdleCPU {
+			return rep, &Breach{Invariant: BoundIdleCPU, Detail: fmt.Sprintf("the idle node used %.2f%% of one core over %.1fs, the bound is %.2f%%",
+				rep.IdleCPUPercent, rep.IdleSeconds, o.MaxIdleCPU)}
+		}
+		return rep, nil
 	}
 	dbs := databases(n)
 	before := commits(dbs)
@@ -190,7 +237,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		}
 		posted.Add(1)
 		txid = out.TxID
-		sents = append(sents, sent{txid: out.TxID, payer: pb + "/" + fmt.Sprintf("h:%s-%04d", pb, acct), payee: qb + "/" + fmt.Sprintf("h:%s-%04d", qb, acct), amount: amount, at: t, post: d})
+		sents = append(sents, sent{txid: out.TxID, lane: laneOf(o.Lanes, i), payer: pb + "/" + fmt.Sprintf("h:%s-%04d", pb, acct), payee: qb + "/" + fmt.Sprintf("h:%s-%04d", qb, acct), amount: amount, at: t, post: d})
 		return txid
 	}
 
@@ -226,9 +273,15 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		tick.Stop()
 	} else { // closed loop: Clients clients, each posts its next once its last is terminal
 		watch := newTerminalWatch()
+		last, err := watch.start(ctx, n.DB)
+		if err != nil {
+			stopProg()
+			<-progDone
+			return rep, fmt.Errorf("bench: watch: %w", err)
+		}
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go watch.run(watchCtx, n.DB)
+		go watch.run(watchCtx, n.DB, last)
 		work := make(chan int)
 		for c := 0; c < o.Clients; c++ {
 			wg.Add(1)
@@ -312,6 +365,19 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		rep.SettledPerSec = float64(rep.Settled) / rep.Seconds
 	}
 	rep.Post, rep.PostToSettled = percentiles(postLat), percentiles(settleLat)
+	if len(o.Lanes) > 1 {
+		byLane := map[string][]time.Duration{}
+		settledIn := map[string]int{}
+		for _, s := range sents {
+			if at, ok := settledAt[s.txid]; ok && states[s.txid] == "SETTLED" {
+				byLane[s.lane] = append(byLane[s.lane], at.Sub(s.at))
+				settledIn[s.lane]++
+			}
+		}
+		for _, l := range o.Lanes {
+			rep.ByLane = append(rep.ByLane, LaneStat{Lane: l.Lane, Settled: settledIn[l.Lane], PostToSettled: percentiles(byLane[l.Lane])})
+		}
+	}
 	for _, d := range dbs {
 		c := after[d.name] - before[d.name]
 		cost := DBCost{File: d.name, Commits: c}
@@ -336,24 +402,69 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	return rep, check(ctx, n, cfg, opening, sents, states, &rep)
 }
 
+// idle runs the idle mode's window: after idleGrace, o.Idle with no
+// request, measuring the process's CPU (getrusage) over it. Progress is
+// the elapsed time only: reading the node would cost the CPU measured.
+func idle(ctx context.Context, o Options, rep *Report) error {
+	if !clock.Sleep(ctx, idleGrace) {
+		return ctx.Err()
+	}
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for left := o.Idle; left > 0; left -= time.Second {
+		if !clock.Sleep(ctx, min(left, time.Second)) {
+			return ctx.Err()
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "zcgw bench: idle %5.1fs of %s\n", time.Since(start).Seconds(), o.Idle)
+		}
+	}
+	wall := time.Since(start)
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	rep.IdleSeconds = wall.Seconds()
+	rep.IdleCPUPercent = (cpu1 - cpu0).Seconds() / wall.Seconds() * 100
+	rep.MaxIdleCPU = o.MaxIdleCPU
+	rep.PeakRSSMB, err = peakRSSMB()
+	return err
+}
+
 // terminalWatch tells closed-loop clients when their transfer has
-// finished. One goroutine reads the states of every transfer in flight in
-// one query every 5 ms, so the watching costs the node one read per tick
-// whatever the number of clients (a bank waits for each answer; it does
-// not add load of its own while it waits).
+// finished. One goroutine looks every watchEvery, and only when zc.db has
+// committed since its last look (store.DB.Stats, an atomic read) does it
+// read: the FinalityLog entries appended since its last read that made a
+// transfer SETTLED or CANCELLED, a range of the event_seq index. So the
+// watching costs the node nothing while it is idle and, under load, one
+// read of the new entries per look, whatever the number of transfers in
+// flight. (event_seq is allocated inside the single writer's transaction,
+// so no entry below the last one read can commit later.)
 type terminalWatch struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
+	early   map[string]bool // terminal before its client began to wait
 }
 
+// watchEvery is how often the watcher looks at zc.db's commit counter.
+const watchEvery = 5 * time.Millisecond
+
 func newTerminalWatch() *terminalWatch {
-	return &terminalWatch{waiting: map[string]chan struct{}{}}
+	return &terminalWatch{waiting: map[string]chan struct{}{}, early: map[string]bool{}}
 }
 
 // wait blocks until txid is SETTLED or CANCELLED, or ctx ends.
 func (w *terminalWatch) wait(ctx context.Context, txid string) {
-	ch := make(chan struct{})
 	w.mu.Lock()
+	if w.early[txid] {
+		delete(w.early, txid)
+		w.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
 	w.waiting[txid] = ch
 	w.mu.Unlock()
 	select {
@@ -362,43 +473,55 @@ func (w *terminalWatch) wait(ctx context.Context, txid string) {
 	}
 }
 
-// run polls until ctx ends.
-func (w *terminalWatch) run(ctx context.Context, db *store.DB) {
-	for clock.Sleep(ctx, 5*time.Millisecond) {
-		w.mu.Lock()
-		ids := make([]any, 0, len(w.waiting))
-		for id := range w.waiting {
-			ids = append(ids, id)
-		}
-		w.mu.Unlock()
-		if len(ids) == 0 {
+// start reads where the FinalityLog ends now; run then watches from there
+// until ctx ends.
+func (w *terminalWatch) start(ctx context.Context, db *store.DB) (last int64, err error) {
+	err = db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(event_seq), 0) FROM FinalityLog`).Scan(&last)
+	})
+	return last, err
+}
+
+func (w *terminalWatch) run(ctx context.Context, db *store.DB, last int64) {
+	seen := int64(-1)
+	for clock.Sleep(ctx, watchEvery) {
+		c := db.Stats().Commits // before the read: a later commit makes the next look read again
+		if c == seen {
 			continue
 		}
-		var done []string
+		type entry struct {
+			seq  int64
+			txid string
+		}
+		var got []entry
 		err := db.Read(ctx, func(tx *store.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT txid FROM Transactions WHERE state IN ('SETTLED','CANCELLED') AND txid IN (?`+
-				strings.Repeat(",?", len(ids)-1)+`)`, ids...)
+			rows, err := tx.QueryContext(ctx, `SELECT event_seq, txid FROM FinalityLog
+				WHERE event_seq > ? AND state_to IN ('SETTLED','CANCELLED') AND txid IS NOT NULL ORDER BY event_seq`, last)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
+				var e entry
+				if err := rows.Scan(&e.seq, &e.txid); err != nil {
 					return err
 				}
-				done = append(done, id)
+				got = append(got, e)
 			}
 			return rows.Err()
 		})
 		if err != nil {
-			continue // the next tick reads again
+			continue // the next look reads again
 		}
+		seen = c
 		w.mu.Lock()
-		for _, id := range done {
-			if ch, ok := w.waiting[id]; ok {
+		for _, e := range got {
+			last = e.seq
+			if ch, ok := w.waiting[e.txid]; ok {
 				close(ch)
-				delete(w.waiting, id)
+				delete(w.waiting, e.txid)
+			} else {
+				w.early[e.txid] = true
 			}
 		}
 		w.mu.Unlock()
@@ -416,17 +539,19 @@ func laneString(ls []LaneShare) string {
 	return b.String()
 }
 
+// namedDB is one database file and its commit counter.
 type namedDB struct {
-	name string
-	db   *store.DB
+	name    string
+	commits func() int64
 }
 
-// databases lists every database file of the node bench reads commits of.
+// databases lists every database file of the node bench counts commits
+// of: the coordinator's, the ingress nonces, the embedded MQ's queue file,
+// the job ledger (a second handle on zc.db: its own commits, the same
+// WAL), and each bank's adapter and core.
 func databases(n *node.Node) []namedDB {
-	out := []namedDB{{"zc.db", n.DB}}
-	if n.NonceDB != nil {
-		out = append(out, namedDB{"ingress-nonces.db", n.NonceDB})
-	}
+	of := func(db *store.DB) func() int64 { return func() int64 { return db.Stats().Commits } }
+	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}, {"mq.db", n.Transport.Commits}, {"zc.db job ledger", of(n.JobLedger.DB())}}
 	ids := make([]string, 0, len(n.Banks))
 	for id := range n.Banks {
 		ids = append(ids, id)
@@ -434,7 +559,7 @@ func databases(n *node.Node) []namedDB {
 	sort.Strings(ids)
 	for _, id := range ids {
 		b := n.Banks[id]
-		out = append(out, namedDB{"bank " + id + " adapter", b.Adapter.DB()}, namedDB{"bank " + id + " core", b.Core.DB()})
+		out = append(out, namedDB{"bank " + id + " adapter", of(b.Adapter.DB())}, namedDB{"bank " + id + " core", of(b.Core.DB())})
 	}
 	return out
 }
@@ -442,7 +567,7 @@ func databases(n *node.Node) []namedDB {
 func commits(dbs []namedDB) map[string]int64 {
 	m := map[string]int64{}
 	for _, d := range dbs {
-		m[d.name] = d.db.Stats().Commits
+		m[d.name] = d.commits()
 	}
 	return m
 }

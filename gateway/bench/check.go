@@ -23,6 +23,11 @@ const (
 	InvChains       = "chains-verify" // every FinalityLog chain verifies
 )
 
+// BoundIdleCPU names the idle mode's bound (Options.MaxIdleCPU) when a
+// run breaks it: not an invariant of the money, but a failed run all the
+// same.
+const BoundIdleCPU = "idle-cpu"
+
 func breach(inv, format string, args ...any) error {
 	return &Breach{Invariant: inv, Detail: fmt.Sprintf(format, args...)}
 }

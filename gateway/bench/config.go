@@ -17,8 +17,10 @@ type LaneShare struct {
 }
 
 // supportedLanes are the lanes bench can drive to a terminal state without
-// a batch job (STANDARD waits for its DNS cycle: a later mode).
-var supportedLanes = map[string]bool{"EXPRESS": true}
+// a batch job: both settle online through the orchestrator (STANDARD with
+// the authority and name checks EXPRESS skips). BULK and DEFERRED wait
+// for their batch window (jobs/batchwindow): a later mode.
+var supportedLanes = map[string]bool{"EXPRESS": true, "STANDARD": true}
 
 // ParseLanes parses "EXPRESS=80,STANDARD=20"; the shares must sum to 100.
 func ParseLanes(s string) ([]LaneShare, error) {
@@ -35,7 +37,12 @@ func ParseLanes(s string) ([]LaneShare, error) {
 		}
 		name = strings.ToUpper(name)
 		if !supportedLanes[name] {
-			return nil, fmt.Errorf("--lanes %q: lane %s is not supported by zcgw bench yet (only EXPRESS settles without a batch job)", s, name)
+			return nil, fmt.Errorf("--lanes %q: lane %s is not supported by zcgw bench yet (only EXPRESS and STANDARD settle without a batch job)", s, name)
+		}
+		for _, l := range out {
+			if l.Lane == name {
+				return nil, fmt.Errorf("--lanes %q: lane %s is given twice", s, name)
+			}
 		}
 		out = append(out, LaneShare{Lane: name, Percent: p})
 		sum += p
@@ -47,16 +54,20 @@ func ParseLanes(s string) ([]LaneShare, error) {
 	return out, nil
 }
 
-// laneOf picks the lane of transfer i by its share (deterministic).
+// laneOf picks the lane of transfer i by the shares, spread evenly and
+// deterministically: the first lane whose cumulative share C gains a
+// transfer at i (floor((i+1)C/100) > floor(iC/100)). With two lanes the
+// first n transfers hold exactly floor(n*share/100) of the first lane,
+// so even a short run mixes its lanes.
 func laneOf(lanes []LaneShare, i int) string {
-	k := i % 100
+	cum := 0
 	for _, l := range lanes {
-		if k < l.Percent {
+		cum += l.Percent
+		if (i+1)*cum/100 > i*cum/100 {
 			return l.Lane
 		}
-		k -= l.Percent
 	}
-	return lanes[0].Lane
+	return lanes[len(lanes)-1].Lane
 }
 
 // accountsPerBank is how many funded customer accounts each bank has.

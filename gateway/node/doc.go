@@ -17,6 +17,17 @@
 // DATA/zc-ed25519.key (0600). The node gives the gateway its /readyz
 // checks (ready.go); OpenModes serves `zcgw mode` on an unserved folder.
 //
+// Start is a list of parts (lockFolder, openStores, listen,
+// openCoordinator, openBanks, openJobs, openFiles, startLoops,
+// startGateway), each opening what it owns and returning the one closer
+// that undoes it; Close runs the closers in reverse, and a Start that fails
+// runs those of the parts already done. The node assembles; it runs no
+// business loop itself: each loop is the Run of the package that owns it
+// (orchestrator, outbox, coresim, adapter request recovery, the nonce
+// sweep in coordinator/signing, the simulated core's overnight pickup in
+// jobs/overnight/corepickup, the scheduler, the file-drop watcher, the
+// Kafka publisher), started by startLoops (docs/ARCHITECTURE.md, "Loops").
+//
 // It may import gateway, coordinator, adapter and outbox; nothing imports
 // it but cmd and test.
 package node

@@ -124,8 +124,10 @@ type Node struct {
 	// reads its commit counter.
 	NonceDB *store.DB
 	// Jobs is the batch-job runner behind POST /internal/cron/{job}, with
-	// every job body registered (registerAllJobs; JobCatalog lists them).
-	Jobs *scheduler.Runner
+	// every job body registered (registerAllJobs; JobCatalog lists them);
+	// JobLedger is its run ledger (DATA/jobs.db).
+	Jobs      *scheduler.Runner
+	JobLedger *ledger.Ledger
 	// FinalityLog is the one log every coordinator writer appends to.
 	FinalityLog *finality.Log
 	// EventSigner signs the §12.2 signature block of every event with the
@@ -144,17 +146,16 @@ type Node struct {
 	// (coordinator/procid).
 	ID procid.Identity
 
-	lock    *procid.Lock
-	kafka   atomic.Pointer[kafkapub.Publisher] // nil until started (readyChecks)
-	log     *slog.Logger
-	clk     clock.Clock
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	serveWG sync.WaitGroup
-	srvErr  error
-	stopSrv context.CancelFunc
-	closers []func() error
-	once    sync.Once
+	lock     *procid.Lock
+	lockInfo procid.Info
+	ln       net.Listener
+	signer   signing.Ed25519Signer
+	nonces   *signing.DBNonces
+	kafka    atomic.Pointer[kafkapub.Publisher] // nil until started (readyChecks)
+	log      *slog.Logger
+	clk      clock.Clock
+	closers  closers // one per part of Start, run in reverse by Close
+	once     sync.Once
 }
 
 type inquiry struct{ l *corelink.Link }
@@ -183,18 +184,68 @@ func (i inquiry) NameCheck(ctx context.Context, acct, name string) (adapter.Name
 // Start opens (creating on first use) everything under opts.DataDir,
 // listens, and starts the workers, the outbox drainers and the cores. Stop
 // it with Close.
+//
+// Start runs its parts in order; each part opens what it owns and returns
+// the one closer that undoes it, and Close runs those closers in reverse:
+// the HTTP server drains its in-flight requests first, then the loops
+// stop, the cores stop serving before their databases close, and the
+// folder lock goes last. A part that fails has already undone its own
+// half-done work; the closers of the parts before it run as Start returns.
 func Start(ctx context.Context, opts Options) (n *Node, err error) {
+	cfg, opts, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{Config: cfg, DataDir: opts.DataDir, log: zclog.OrDiscard(opts.Logger).With("component", "node"), clk: opts.Clock, Banks: map[string]*Bank{}}
+	defer func() {
+		if err != nil {
+			n.Close()
+			n = nil
+		}
+	}()
+	for _, part := range []func(context.Context, Options) (func() error, error){
+		n.lockFolder,      // DATA/node.lock: one node per folder
+		n.openStores,      // zc.db, the ZC signing key, ingress-nonces.db
+		n.listen,          // the listener (the bank client calls the node's own URL)
+		n.openCoordinator, // FinalityLog, event signing, orchestrator workers, BOJ accounts
+		n.openBanks,       // per bank: core (serving), core link, adapter, overnight exchange
+		n.openJobs,        // job registry, ledger, runner
+		n.openFiles,       // the file-drop processor
+		n.startLoops,      // workers, outboxes, recovery, sweeps, scheduler, watchers
+		n.startGateway,    // the HTTP server, last to start and first to stop
+	} {
+		closer, err := part(ctx, opts)
+		if closer != nil {
+			n.closers = append(n.closers, closer)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir)
+	return n, nil
+}
+
+// resolve fills opts' defaults and reads (or writes, on first use) the
+// configuration.
+func resolve(opts Options) (Config, Options, error) {
 	if opts.DataDir == "" {
-		return nil, errors.New("node: Options.DataDir is required")
+		return Config{}, opts, errors.New("node: Options.DataDir is required")
 	}
 	var cfg Config
 	if opts.Config != nil {
 		cfg = *opts.Config
 		if err := cfg.Validate(); err != nil {
-			return nil, err
+			return cfg, opts, err
 		}
-	} else if cfg, err = LoadOrInitConfig(opts.DataDir); err != nil {
-		return nil, err
+	} else {
+		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+			return cfg, opts, err
+		}
+		var err error
+		if cfg, err = LoadOrInitConfig(opts.DataDir); err != nil {
+			return cfg, opts, err
+		}
 	}
 	if opts.Addr != "" {
 		cfg.Addr = opts.Addr
@@ -211,234 +262,147 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if opts.Idle <= 0 {
 		opts.Idle = 5 * time.Millisecond
 	}
-	log := zclog.OrDiscard(opts.Logger)
-	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+	opts.Logger = zclog.OrDiscard(opts.Logger)
+	return cfg, opts, os.MkdirAll(opts.DataDir, 0o755)
+}
+
+func (n *Node) path(name string) string { return filepath.Join(n.DataDir, name) }
+
+// lockFolder takes the data folder's lock: one node serves a folder at a
+// time, the lock dies with the process, and a CLI command finds the
+// running node's address in it (listen adds it).
+func (n *Node) lockFolder(_ context.Context, opts Options) (func() error, error) {
+	var err error
+	if n.ID, err = procid.LoadNode(opts.DataDir, opts.Clock); err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n = &Node{Config: cfg, DataDir: opts.DataDir, log: log.With("component", "node"), clk: opts.Clock, cancel: cancel, Banks: map[string]*Bank{}}
-	defer func() {
-		if err != nil {
-			n.Close()
-			n = nil
-		}
-	}()
-	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
+	n.lockInfo = procid.Info{PID: os.Getpid(), Node: n.ID.Node, Epoch: n.ID.Epoch, Started: clock.Stamp(opts.Clock.Now())}
+	if n.lock, err = procid.Acquire(opts.DataDir, n.lockInfo); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	return n.lock.Close, nil
+}
 
-	// One node serves a data folder at a time: the lock dies with the
-	// process, and a CLI command finds the running node's address in it.
-	if n.ID, err = procid.LoadNode(opts.DataDir, opts.Clock); err != nil {
-		return n, err
+// openStores opens the coordinator database, the ZC egress key (created
+// and registered on first use) and the ingress nonce database.
+func (n *Node) openStores(ctx context.Context, opts Options) (closer func() error, err error) {
+	var c closers
+	defer c.onError(&err)
+	if n.DB, err = store.OpenCoordinator(ctx, n.path("zc.db")); err != nil {
+		return nil, err
 	}
-	lockInfo := procid.Info{PID: os.Getpid(), Node: n.ID.Node, Epoch: n.ID.Epoch, Started: clock.Stamp(opts.Clock.Now())}
-	if n.lock, err = procid.Acquire(opts.DataDir, lockInfo); err != nil {
-		return n, fmt.Errorf("node: %w", err)
-	}
-	n.closers = append(n.closers, n.lock.Close)
-
-	if n.DB, err = store.OpenCoordinator(ctx, path("zc.db")); err != nil {
-		return n, err
-	}
-	n.closers = append(n.closers, n.DB.Close)
+	c.add(n.DB.Close)
 	n.Keys = signing.NewRegistry(n.DB, opts.Clock)
-	signer, err := loadSigningKey(ctx, path(SigningKeyFile), n.Keys, opts.Clock)
-	if err != nil {
-		return n, err
+	if n.signer, err = loadSigningKey(ctx, n.path(SigningKeyFile), n.Keys, opts.Clock); err != nil {
+		return nil, err
 	}
-	nonceDB, err := store.Open(ctx, path("ingress-nonces.db"), signing.NonceSchema)
-	if err != nil {
-		return n, err
+	if n.NonceDB, err = store.Open(ctx, n.path("ingress-nonces.db"), signing.NonceSchema); err != nil {
+		return nil, err
 	}
-	n.closers = append(n.closers, nonceDB.Close)
-	n.NonceDB = nonceDB
-	nonces := signing.NewDBNonces(nonceDB, opts.Clock)
+	c.add(n.NonceDB.Close)
+	n.nonces = signing.NewDBNonces(n.NonceDB, opts.Clock)
+	return c.close, nil
+}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+// listen opens the listener (Config.Addr; port 0 picks one) and writes its
+// address into the folder lock. startGateway serves it.
+func (n *Node) listen(_ context.Context, opts Options) (func() error, error) {
+	ln, err := net.Listen("tcp", n.Config.Addr)
 	if err != nil {
-		return n, err
+		return nil, err
 	}
 	n.URL = "http://" + ln.Addr().String()
-	lockInfo.Addr = ln.Addr().String()
-	if err := n.lock.Update(lockInfo); err != nil {
+	n.lockInfo.Addr = ln.Addr().String()
+	if err := n.lock.Update(n.lockInfo); err != nil {
 		ln.Close()
-		return n, err
+		return nil, err
 	}
-	if n.Client, err = bankclient.New(bankclient.Config{BaseURL: n.URL, Signer: signer, Logger: log}); err != nil {
-		ln.Close()
-		return n, err
+	n.ln = ln
+	return func() error {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	}, nil
+}
+
+// openCoordinator builds what writes the coordinator database: the signed
+// client the orchestrator calls banks through (over the node's own URL),
+// the one FinalityLog with the event outbox hooked on it, the orchestrator
+// workers, and each bank's BOJ account.
+func (n *Node) openCoordinator(ctx context.Context, opts Options) (func() error, error) {
+	var err error
+	if n.Client, err = bankclient.New(bankclient.Config{BaseURL: n.URL, Signer: n.signer, Logger: opts.Logger}); err != nil {
+		return nil, err
 	}
 	// One FinalityLog for every writer of the coordinator database, so a
 	// hook installed on it (the event outbox) sees every append.
 	n.FinalityLog = finality.New(opts.Clock)
-	n.EventSigner = &events.Signer{KeyID: signer.KeyID, PrivateKey: signer.PrivateKey}
+	n.EventSigner = &events.Signer{KeyID: n.signer.KeyID, PrivateKey: n.signer.PrivateKey}
 	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
-	for i := 0; i < cfg.Workers; i++ {
-		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
+	for i := 0; i < n.Config.Workers; i++ {
+		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: opts.Logger, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
 			FinalityLog: n.FinalityLog}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}
 		o, err := orchestrator.New(oc)
 		if err != nil {
-			ln.Close()
-			return n, err
+			return nil, err
 		}
 		n.Workers = append(n.Workers, o)
 	}
 	n.Orchestrator = n.Workers[0]
-	for _, bc := range cfg.Banks {
+	for _, bc := range n.Config.Banks {
 		if _, err := n.Orchestrator.OpenPosition(ctx, bc.BankID, orchestrator.VenueBOJ, "JPY", bc.bojOpening()); err != nil {
-			ln.Close()
-			return n, fmt.Errorf("bank %s: open BOJ account: %w", bc.BankID, err)
+			return nil, fmt.Errorf("bank %s: open BOJ account: %w", bc.BankID, err)
 		}
 	}
+	return nil, nil
+}
 
+// openBanks opens the embedded MQ and every configured bank (openBank).
+// Its closer stops the cores serving, then closes each bank's adapter,
+// link and core.
+func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error, err error) {
 	// The queue manager's connection leases and heartbeats measure real
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond,
+	n.Transport = embedded.New(n.path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: opts.Logger, PollInterval: 5 * time.Millisecond,
 		App: "zcgw serve " + n.ID.String()})
-	handlers := map[string]http.Handler{}
-	for _, bc := range cfg.Banks {
-		b, err := n.openBank(ctx, runCtx, bc, opts)
+	cores := newLoops(ctx)
+	var c closers
+	closer = func() error {
+		cores.stop() // the cores stop serving before their databases close
+		return c.close()
+	}
+	defer func() {
 		if err != nil {
-			ln.Close()
-			return n, fmt.Errorf("bank %s: %w", bc.BankID, err)
+			closer()
+		}
+	}()
+	for _, bc := range n.Config.Banks {
+		b, err := n.openBank(ctx, bc, opts, cores, &c)
+		if err != nil {
+			return nil, fmt.Errorf("bank %s: %w", bc.BankID, err)
 		}
 		n.Banks[bc.BankID] = b
-		handlers[bc.BankID] = b.Adapter.Handler()
 	}
-	jobsCfg, err := scheduler.LoadConfig(path(scheduler.ConfigFileName))
-	if err != nil {
-		ln.Close()
-		return n, err
-	}
-	reg := scheduler.NewRegistry()
-	if err := n.registerAllJobs(ctx, reg, opts.Clock, log); err != nil {
-		ln.Close()
-		return n, err
-	}
-	led, err := ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock)
-	if err != nil {
-		ln.Close()
-		return n, err
-	}
-	n.closers = append(n.closers, led.Close)
-	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: led, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: log}); err != nil {
-		ln.Close()
-		return n, err
-	}
-	var hmacSecret *signing.Rotating
-	if cfg.HMAC != nil {
-		hmacSecret = cfg.HMAC.rotating()
-		hmacSecret.Logger = log
-	}
-	n.Gateway, err = gateway.New(gateway.Config{
-		Coordinator: n.Orchestrator, DB: n.DB, Participants: n.Orchestrator.Participants(), Banks: handlers,
-		Ingress: &signing.Verifier{Registry: n.Keys, Nonces: nonces, Clock: opts.Clock, OwnerType: signing.OwnerZC, HMAC: hmacSecret, Params: params.Reader{DB: n.DB}},
-		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock, Params: params.Reader{DB: n.DB}},
-		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
-		Jobs:  n.Jobs.Handler(),
-		DNS:   n.DNS.Handler(),
-		Ready: n.readyChecks(nonceDB, led.DB()), Collectors: n.collectors(led), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
-		Adapters: n.adaptersByBank(),
-		Clock:    opts.Clock, Logger: log,
-	})
-	if err != nil {
-		ln.Close()
-		return n, err
-	}
-	fileBanks := make([]filedrop.Bank, 0, len(cfg.Banks))
-	for _, bc := range cfg.Banks {
-		names, _ := zengin.ParseNameChars(bc.ZenginNames) // checked by Config.Validate
-		fileBanks = append(fileBanks, filedrop.Bank{ID: bc.BankID, Names: names})
-	}
-	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
-		Root: opts.DataDir, Banks: fileBanks, Clock: opts.Clock, Logger: log}); err != nil {
-		ln.Close()
-		return n, err
-	}
-	srvCtx, stopSrv := context.WithCancel(context.Background())
-	n.stopSrv = stopSrv
-	n.serveWG.Add(1)
-	go func() {
-		defer n.serveWG.Done()
-		n.srvErr = n.Gateway.Serve(srvCtx, ln)
-	}()
-	if !opts.NoWorkers {
-		for _, o := range n.Workers {
-			n.goLoop(func() { o.Run(runCtx, opts.Idle*4) })
-		}
-		for _, b := range n.Banks {
-			n.goLoop(func() {
-				// The outbox's own loop: it takes back at once what an earlier
-				// start of this node held, and releases its claims on Close.
-				err := b.Adapter.Outbox().Run(runCtx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
-				if err != nil {
-					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
-				}
-			})
-		}
-		for _, b := range n.Banks { // in-progress adapter requests of dead owners (issue 12)
-			n.goLoop(func() { _ = b.Adapter.RunRequestRecovery(runCtx, 0) })
-		}
-		n.goLoop(func() { sweepNonces(runCtx, nonces) })
-		for _, b := range n.Banks {
-			if b.Exchange != nil {
-				n.goLoop(func() { corePickupLoop(runCtx, b, opts.Clock, n.log) })
-			}
-		}
-	}
-	if k := cfg.Kafka; k != nil && len(k.Brokers) > 0 {
-		pub, err := kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
-			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, Clock: opts.Clock, Logger: log})
-		if err != nil {
-			return n, fmt.Errorf("kafka publisher: %w", err)
-		}
-		n.closers = append(n.closers, pub.Close)
-		n.kafka.Store(pub)
-		n.goLoop(func() {
-			if err := pub.Run(runCtx); err != nil && runCtx.Err() == nil {
-				n.log.Error("node.publisher_stopped", "error", err)
-			}
-		})
-	}
-	if opts.Schedule {
-		n.goLoop(func() {
-			if err := n.Jobs.Serve(runCtx); err != nil && runCtx.Err() == nil {
-				n.log.Error("node.scheduler_stopped", "error", err)
-			}
-		})
-	}
-	if opts.WatchFiles {
-		w := filedrop.NewWatcher(n.Files, opts.WatchEvery)
-		n.goLoop(func() {
-			if err := w.Run(runCtx); err != nil && runCtx.Err() == nil {
-				n.log.Error("node.filedrop_stopped", "error", err)
-			}
-		})
-	}
-	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir)
-	return n, nil
+	return closer, nil
 }
 
-func (n *Node) goLoop(f func()) {
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		f()
-	}()
-}
-
-func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options) (*Bank, error) {
-	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
+// openBank opens one bank: its simulated core (claimed as the only
+// consumer of its request queue and serving under cores), the core link,
+// the adapter with its accounts and aliases, its participant row, and for
+// a batch-window bank the overnight exchange. What it opens is added to c.
+func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores *loops, c *closers) (*Bank, error) {
 	b := &Bank{ID: bc.BankID, Config: bc}
 	var err error
-	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: path("core-" + bc.BankID + ".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: n.path("core-" + bc.BankID + ".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
-	n.closers = append(n.closers, b.Core.Close)
+	c.add(b.Core.Close)
 	conn, err := n.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -458,8 +422,8 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n.goLoop(func() {
-		if err := b.Core.Serve(runCtx, conn, serve); err != nil && runCtx.Err() == nil {
+	cores.run(func(ctx context.Context) {
+		if err := b.Core.Serve(ctx, conn, serve); err != nil && ctx.Err() == nil {
 			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
 		}
 		conn.Close()
@@ -468,13 +432,13 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 		Clock: opts.Clock, Logger: opts.Logger, Online: b.Core.Online}); err != nil {
 		return nil, err
 	}
-	n.closers = append(n.closers, b.Link.Close)
-	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: path("adapter-" + bc.BankID + ".db"),
+	c.add(b.Link.Close)
+	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.path("adapter-" + bc.BankID + ".db"),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
 		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
-	n.closers = append(n.closers, b.Adapter.Close)
+	c.add(b.Adapter.Close)
 	if _, err := b.Adapter.InitializeBank(ctx, bankapi.InitializeBankRequest{RequestIDValue: "init-" + bc.BankID}); err != nil {
 		return nil, err
 	}
@@ -509,7 +473,7 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	if !bc.RealTime {
 		// A batch-window bank takes its BULK and DEFERRED postings as an
 		// overnight file (jobs/overnight) instead of one message each.
-		b.Overnight = overnightFolders{Inbound: path("overnight/" + bc.BankID + "/inbound"), Results: path("overnight/" + bc.BankID + "/results")}
+		b.Overnight = overnightFolders{Inbound: n.path("overnight/" + bc.BankID + "/inbound"), Results: n.path("overnight/" + bc.BankID + "/results")}
 		if b.Exchange, err = overnight.Open(ctx, overnight.Config{Bank: bc.BankID, DB: b.Adapter.DB(), Outbox: b.Adapter.Outbox(),
 			Inbound: b.Overnight.Inbound, Results: b.Overnight.Results, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 			return nil, err
@@ -522,34 +486,205 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 // files and leaves its result files.
 type overnightFolders struct{ Inbound, Results string }
 
-// corePickupLoop is the simulated core's own batch processing: inside its
-// batch window it runs the posting files delivered to its inbound folder
-// and writes their result files (a real core does this on its side).
-func corePickupLoop(ctx context.Context, b *Bank, clk clock.Clock, log *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := corepickup.PickUp(ctx, b.Core, clk, b.Overnight.Inbound, b.Overnight.Results, nil); err != nil && ctx.Err() == nil {
-				log.Error("node.core_pickup_failed", "bank_id", b.ID, "error", err)
+// openJobs registers every job body (registerAllJobs) and opens the job
+// ledger and the runner behind POST /internal/cron/{job}.
+func (n *Node) openJobs(ctx context.Context, opts Options) (func() error, error) {
+	jobsCfg, err := scheduler.LoadConfig(n.path(scheduler.ConfigFileName))
+	if err != nil {
+		return nil, err
+	}
+	reg := scheduler.NewRegistry()
+	if err := n.registerAllJobs(ctx, reg, opts.Clock, opts.Logger); err != nil {
+		return nil, err
+	}
+	if n.JobLedger, err = ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock); err != nil {
+		return nil, err
+	}
+	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: n.JobLedger, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		n.JobLedger.Close()
+		return nil, err
+	}
+	return n.JobLedger.Close, nil
+}
+
+// openFiles builds the file-drop processor over every bank's folders
+// (filedrop; the watcher in startLoops drives it when asked).
+func (n *Node) openFiles(_ context.Context, opts Options) (func() error, error) {
+	fileBanks := make([]filedrop.Bank, 0, len(n.Config.Banks))
+	for _, bc := range n.Config.Banks {
+		names, _ := zengin.ParseNameChars(bc.ZenginNames) // checked by Config.Validate
+		fileBanks = append(fileBanks, filedrop.Bank{ID: bc.BankID, Names: names})
+	}
+	var err error
+	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
+		Root: opts.DataDir, Banks: fileBanks, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// startGateway builds the HTTP server over the node's parts and serves
+// the listener. Its closer drains the
+// in-flight requests and returns the server's error.
+func (n *Node) startGateway(ctx context.Context, opts Options) (func() error, error) {
+	cfg := n.Config
+	var hmacSecret *signing.Rotating
+	if cfg.HMAC != nil {
+		hmacSecret = cfg.HMAC.rotating()
+		hmacSecret.Logger = opts.Logger
+	}
+	handlers := map[string]http.Handler{}
+	for id, b := range n.Banks {
+		handlers[id] = b.Adapter.Handler()
+	}
+	var err error
+	n.Gateway, err = gateway.New(gateway.Config{
+		Coordinator: n.Orchestrator, DB: n.DB, Participants: n.Orchestrator.Participants(), Banks: handlers,
+		Ingress: &signing.Verifier{Registry: n.Keys, Nonces: n.nonces, Clock: opts.Clock, OwnerType: signing.OwnerZC, HMAC: hmacSecret, Params: params.Reader{DB: n.DB}},
+		Queries: &signing.Verifier{Registry: n.Keys, Nonces: signing.NewDBNonces(n.DB, opts.Clock), Clock: opts.Clock, Params: params.Reader{DB: n.DB}},
+		APIKeys: cfg.apiKeys(), CronSecret: cfg.CronSecret, AllowUnauthenticatedUI: cfg.AllowUnauthenticatedUI,
+		Jobs:  n.Jobs.Handler(),
+		DNS:   n.DNS.Handler(),
+		Ready: n.readyChecks(n.NonceDB, n.JobLedger.DB()), Collectors: n.collectors(n.JobLedger), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
+		Adapters: n.adaptersByBank(),
+		Clock:    opts.Clock, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srvCtx, stop := context.WithCancel(context.Background())
+	var srvErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srvErr = n.Gateway.Serve(srvCtx, n.ln)
+	}()
+	return func() error {
+		stop()
+		<-done
+		return srvErr
+	}, nil
+}
+
+// startLoops starts the node's background loops, each the Run of the
+// package that owns it: the orchestrator workers, each bank's outbox and
+// request recovery, the ingress nonce sweep, a batch-window core's
+// overnight pickup, and when configured the Kafka publisher, the job
+// scheduler and the file-drop watcher. Its closer stops them all and waits.
+func (n *Node) startLoops(ctx context.Context, opts Options) (closer func() error, err error) {
+	l := newLoops(ctx)
+	var pub *kafkapub.Publisher
+	closer = func() error {
+		l.stop()
+		if pub != nil {
+			return pub.Close()
+		}
+		return nil
+	}
+	if !opts.NoWorkers {
+		for _, o := range n.Workers {
+			l.run(func(ctx context.Context) { o.Run(ctx, opts.Idle*4) })
+		}
+		for _, b := range n.Banks {
+			l.run(func(ctx context.Context) {
+				// The outbox's own loop: it takes back at once what an earlier
+				// start of this node held, and releases its claims on Close.
+				err := b.Adapter.Outbox().Run(ctx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
+				if err != nil {
+					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
+				}
+			})
+		}
+		for _, b := range n.Banks { // in-progress adapter requests of dead owners (issue 12)
+			l.run(func(ctx context.Context) { _ = b.Adapter.RunRequestRecovery(ctx, 0) })
+		}
+		l.run(func(ctx context.Context) {
+			n.logStop(ctx, "nonce_sweep", n.nonces.RunSweep(ctx, signing.NonceSweepEvery, opts.Logger))
+		})
+		for _, b := range n.Banks {
+			if b.Exchange != nil {
+				l.run(func(ctx context.Context) {
+					n.logStop(ctx, "core_pickup", corepickup.Run(ctx, corepickup.RunConfig{Core: b.Core, Clock: opts.Clock,
+						Inbound: b.Overnight.Inbound, Results: b.Overnight.Results, Logger: opts.Logger}))
+				})
 			}
 		}
 	}
+	if k := n.Config.Kafka; k != nil && len(k.Brokers) > 0 {
+		if pub, err = kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
+			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, Clock: opts.Clock, Logger: opts.Logger,
+			Changed: func() int64 { return n.DB.Stats().Commits }}); err != nil {
+			l.stop()
+			return nil, fmt.Errorf("kafka publisher: %w", err)
+		}
+		n.kafka.Store(pub)
+		l.run(func(ctx context.Context) { n.logStop(ctx, "publisher", pub.Run(ctx)) })
+	}
+	if opts.Schedule {
+		l.run(func(ctx context.Context) { n.logStop(ctx, "scheduler", n.Jobs.Serve(ctx)) })
+	}
+	if opts.WatchFiles {
+		w := filedrop.NewWatcher(n.Files, opts.WatchEvery)
+		l.run(func(ctx context.Context) { n.logStop(ctx, "filedrop", w.Run(ctx)) })
+	}
+	return closer, nil
 }
 
-func sweepNonces(ctx context.Context, n *signing.DBNonces) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n.Sweep(ctx)
-		}
+// logStop logs a loop that stopped with an error of its own (not the
+// node's Close).
+func (n *Node) logStop(ctx context.Context, loop string, err error) {
+	if err != nil && ctx.Err() == nil {
+		n.log.Error("node."+loop+"_stopped", "error", err)
+	}
+}
+
+// loops are goroutines sharing one cancel: stop cancels them and waits.
+type loops struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// newLoops keeps ctx's values but not its cancellation: loops run until
+// stop.
+func newLoops(ctx context.Context) *loops {
+	l := &loops{}
+	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return l
+}
+
+func (l *loops) run(f func(ctx context.Context)) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		f(l.ctx)
+	}()
+}
+
+func (l *loops) stop() error {
+	l.cancel()
+	l.wg.Wait()
+	return nil
+}
+
+// closers undo, in reverse order, what a part opened.
+type closers []func() error
+
+func (c *closers) add(f func() error) { *c = append(*c, f) }
+
+func (c *closers) close() error {
+	var errs []error
+	for i := len(*c) - 1; i >= 0; i-- {
+		errs = append(errs, (*c)[i]())
+	}
+	*c = nil
+	return errors.Join(errs...)
+}
+
+// onError closes what was added when *err is set (defer it).
+func (c *closers) onError(err *error) {
+	if *err != nil {
+		c.close()
 	}
 }
 
@@ -597,24 +732,14 @@ func trimNL(b []byte) []byte {
 	return b
 }
 
-// Close shuts the node down: the HTTP server drains in-flight requests
-// first, then the workers, drainers and cores stop, then the databases
-// close.
+// Close shuts the node down, undoing Start's parts in reverse: the HTTP
+// server drains its in-flight requests, the loops stop, the job ledger
+// closes, the cores stop serving and the banks' databases close, then the
+// coordinator's, then the folder lock.
 func (n *Node) Close() error {
 	var err error
 	n.once.Do(func() {
-		if n.stopSrv != nil {
-			n.stopSrv()
-			n.serveWG.Wait()
-			err = n.srvErr
-		}
-		n.cancel()
-		n.wg.Wait()
-		for i := len(n.closers) - 1; i >= 0; i-- {
-			if e := n.closers[i](); e != nil && err == nil {
-				err = e
-			}
-		}
+		err = n.closers.close()
 		n.log.Info("node.stopped")
 	})
 	return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 	"github.com/zcgw/zcgw/formats/zengin"
+	"github.com/zcgw/zcgw/jobs/scheduler"
 )
 
 func scratch(t testing.TB) string {
@@ -589,5 +591,46 @@ func TestOneNodeServesAFolder(t *testing.T) {
 	defer again.Close()
 	if again.ID.Node != n.ID.Node || again.ID.Epoch == n.ID.Epoch {
 		t.Fatalf("restart identity %v after %v: want same node, new epoch", again.ID, n.ID)
+	}
+}
+
+// TestFailedStartUndoesItsParts: a Start that fails in a late part (an
+// unreadable jobs.json, after the banks' cores are serving) undoes what
+// the earlier parts opened: the folder lock, the databases and each core's
+// claim on its request queue are released, so the next Start on the folder
+// starts at once; one that fails in the listener does the same.
+func TestFailedStartUndoesItsParts(t *testing.T) {
+	dir := scratch(t)
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	jobsFile := filepath.Join(dir, scheduler.ConfigFileName)
+	if err := os.WriteFile(jobsFile, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg}); err == nil || n != nil {
+		t.Fatalf("Start with a broken jobs.json: node %v, err %v", n, err)
+	}
+	if err := os.Remove(jobsFile); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	taken := cfg
+	taken.Addr = busy.Addr().String()
+	if n, err := Start(context.Background(), Options{DataDir: dir, Config: &taken}); err == nil || n != nil {
+		t.Fatalf("Start on a taken address: node %v, err %v", n, err)
+	}
+	// A lock left behind fails this Start at once (ErrServed); a core's
+	// queue claim left behind fails it after the claim's retry (mq.ErrInUse:
+	// the holder, this process, is alive).
+	n, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		t.Fatalf("Start after the failed ones: %v", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

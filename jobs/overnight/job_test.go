@@ -2,6 +2,7 @@ package overnight_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,6 +79,42 @@ func TestCorePicksUpOnlyInItsBatchWindow(t *testing.T) {
 	}
 	if _, ok, err := e.exchange(t).Receive(ctx); err != nil || !ok {
 		t.Fatalf("receive after the window: %v %v", ok, err)
+	}
+	e.assertExactlyOnce(t)
+}
+
+// TestCorePickupRunAnswersDeliveredFiles: the simulated core's loop
+// (corepickup.Run, started by a node for each batch-window bank) picks up
+// a delivered file on its own, so Receive finds the answer and ingests it
+// exactly once; Run returns ctx's error when stopped.
+func TestCorePickupRunAnswersDeliveredFiles(t *testing.T) {
+	ctx := context.Background()
+	e := openEnv(t, t.TempDir(), true)
+	x := e.exchange(t)
+	if _, _, err := x.Send(ctx, date); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- corepickup.Run(runCtx, corepickup.RunConfig{Core: e.core, Clock: e.clk, Inbound: e.inbound(), Results: e.results(), Every: 5 * time.Millisecond})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, ok, err := x.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no result file after 10s of corepickup.Run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
 	}
 	e.assertExactlyOnce(t)
 }

@@ -282,3 +282,42 @@ func TestGetOfAClaimedQueueByAnotherConnectionIsRefused(t *testing.T) {
 		t.Fatalf("holder get: %v %v", m, err)
 	}
 }
+
+// TestTransportCommitsCountsEveryConnection: Commits sums the commits of
+// every connection on the queue file and keeps a closed connection's.
+func TestTransportCommitsCountsEveryConnection(t *testing.T) {
+	ctx := context.Background()
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
+	if got := tr.Commits(); got != 0 {
+		t.Fatalf("before any connection: %d commits", got)
+	}
+	a, b := mustConnect(t, tr), mustConnect(t, tr)
+	defer b.Close()
+	afterConnect := tr.Commits()
+	if afterConnect < 2 {
+		t.Fatalf("two connects committed %d times, want >= 2 (each registers itself)", afterConnect)
+	}
+	if err := a.DeclareQueue(ctx, mq.QueueSpec{Name: "POSTINGS"}); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Session(ctx)
+	before := tr.Commits()
+	for i := 0; i < 3; i++ {
+		if err := sa.Put(ctx, "POSTINGS", &mq.Message{Body: []byte("posting")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sa.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tr.Commits() - before; got < 3 {
+		t.Fatalf("three committed puts: %d commits", got)
+	}
+	open := tr.Commits()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Commits(); got < open {
+		t.Fatalf("closing a connection lost its commits: %d, had %d", got, open)
+	}
+}

@@ -45,8 +45,48 @@ type Options struct {
 
 // Transport is the embedded backend for one queue file.
 type Transport struct {
-	path string
-	opts Options
+	path    string
+	opts    Options
+	commits commitCount
+}
+
+// commitCount sums the commits of every connection's database handle on
+// the queue file, the live ones and those closed (Transport.Commits).
+type commitCount struct {
+	mu     sync.Mutex
+	live   map[*store.DB]struct{}
+	closed int64
+}
+
+func (c *commitCount) add(db *store.DB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live == nil {
+		c.live = map[*store.DB]struct{}{}
+	}
+	c.live[db] = struct{}{}
+}
+
+func (c *commitCount) done(db *store.DB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.live[db]; ok {
+		delete(c.live, db)
+		c.closed += db.Stats().Commits
+	}
+}
+
+// Commits is how many write transactions this transport's connections
+// have committed on the queue file so far (each one fsync of its WAL under
+// synchronous=FULL); zcgw bench reports it per settled transfer.
+func (t *Transport) Commits() int64 {
+	t.commits.mu.Lock()
+	defer t.commits.mu.Unlock()
+	n := t.commits.closed
+	for db := range t.commits.live {
+		n += db.Stats().Commits
+	}
+	return n
 }
 
 var _ mq.Transport = (*Transport)(nil)
@@ -82,6 +122,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: err}
 	}
+	t.commits.add(db)
 	c := &conn{
 		t:        t,
 		db:       db,
@@ -104,6 +145,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		return err
 	}); err != nil {
 		releaseHub(t.path, c.hub)
+		t.commits.done(db)
 		return nil, errors.Join(&mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: err}, db.Close())
 	}
 	if _, err := c.reap(ctx); err != nil {
@@ -406,6 +448,7 @@ func (c *conn) Close() error {
 	}); err != nil {
 		errs = append(errs, err)
 	}
+	c.t.commits.done(c.db)
 	errs = append(errs, c.db.Close())
 	releaseHub(c.t.path, c.hub)
 	c.log.Info("mq.disconnected")

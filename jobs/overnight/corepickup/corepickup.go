@@ -15,13 +15,16 @@ package corepickup
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/jobs/overnight"
 )
 
@@ -70,4 +73,36 @@ func PickUp(ctx context.Context, core *coresim.Core, clk clock.Clock, inbound, r
 		ran++
 	}
 	return ran, nil
+}
+
+// RunConfig is what Run needs: the core, its folders and how often it
+// looks.
+type RunConfig struct {
+	Core             *coresim.Core
+	Clock            clock.Clock // the business clock the batch window is read on (default system)
+	Inbound, Results string
+	// Every is how often the core looks into its inbound folder (default
+	// 1s): a file arrives at most a few times a business day, and a look
+	// is one directory read (nothing at all outside the batch window).
+	Every  time.Duration
+	Logger *slog.Logger
+}
+
+// Run is the simulated core's own batch processing, as a real core runs
+// it on its side: every cfg.Every it picks up (PickUp) the posting files
+// delivered to its inbound folder, inside its batch window, and writes
+// their result files. A failed pickup is logged (corepickup.failed) and
+// tried again at the next look, which PickUp makes safe. It returns ctx's
+// error.
+func Run(ctx context.Context, cfg RunConfig) error {
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	log := zclog.OrDiscard(cfg.Logger)
+	for clock.Sleep(ctx, cfg.Every) {
+		if _, err := PickUp(ctx, cfg.Core, cfg.Clock, cfg.Inbound, cfg.Results, nil); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "corepickup.failed", "bank_id", cfg.Core.Bank(), "error", err.Error())
+		}
+	}
+	return ctx.Err()
 }

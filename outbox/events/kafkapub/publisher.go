@@ -75,7 +75,16 @@ type Config struct {
 
 	BackoffMin time.Duration // first wait after a failed step (200ms), doubling per consecutive failure
 	BackoffMax time.Duration // cap of that wait (30s)
-	Idle       time.Duration // Run's wait when the outbox is empty (10ms: one indexed read per wait)
+	Idle       time.Duration // Run's wait when the outbox is empty (10ms: one indexed read per wait, unless Changed says nothing changed)
+
+	// Changed, when set, is a counter that moves whenever the outbox's
+	// database may hold new rows: the node passes zc.db's commit counter
+	// (store.DB.Stats().Commits, an atomic read). An idle Run then reads
+	// the outbox only after the counter moved, or after IdleRead (1s) for
+	// rows written by another process, which the counter cannot see; so
+	// an idle node costs no read per Idle.
+	Changed  func() int64
+	IdleRead time.Duration
 
 	Clock  clock.Clock  // decides when a retry is due (clock.System{})
 	Logger *slog.Logger // events.publish_failed / events.publish_resumed (nil: discard)
@@ -108,6 +117,7 @@ func (c *Config) defaults() {
 	set(&c.BackoffMin, 200*time.Millisecond)
 	set(&c.BackoffMax, 30*time.Second)
 	set(&c.Idle, 10*time.Millisecond)
+	set(&c.IdleRead, time.Second)
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
@@ -354,36 +364,48 @@ func acknowledged(rows []events.Row, msgs []kafka.Message, err error) []events.A
 }
 
 // Run drains the outbox until ctx ends: immediately while rows remain,
-// every Idle when it is empty, and after a failure when the backoff ends.
+// every Idle when it is empty (with Config.Changed: only once the counter
+// moved, or every IdleRead), and after a failure when the backoff ends.
 // It returns ctx.Err().
 func (p *Publisher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
+		var seen int64
+		if p.cfg.Changed != nil {
+			seen = p.cfg.Changed() // before the read: a commit after it makes the next look read
+		}
+		read := time.Now()
 		st, err := p.Step(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		var wait time.Duration
+		idle := false
 		switch {
 		case st.Wait > 0:
 			wait = st.Wait
 		case err != nil:
 			wait = p.retry.Sub(p.cfg.Clock.Now())
 		case st.Read < p.cfg.BatchRows && st.Read == st.Sent:
-			wait = p.cfg.Idle
+			wait, idle = p.cfg.Idle, true
 			if st.Read > 0 {
 				continue // a short batch may have been the tail of a burst: look once more
 			}
 		default:
 			continue
 		}
-		timer.Reset(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
+		for {
+			timer.Reset(max(wait, time.Millisecond))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+			}
+			if !idle || p.cfg.Changed == nil || p.cfg.Changed() != seen || time.Since(read) >= p.cfg.IdleRead {
+				break
+			}
 		}
 	}
 }
