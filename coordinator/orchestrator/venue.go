@@ -234,7 +234,7 @@ func (o *Orchestrator) venueSettle(ctx context.Context, txid string, requeue boo
 		if !requeue {
 			return nil
 		}
-		return enqueue(ctx, tx, KindDrive, txid, r.Lane, StatusReady, now)
+		return o.enqueue(ctx, tx, KindDrive, txid, r.Lane, StatusReady, now)
 	})
 	if err == nil && settled {
 		o.log.InfoContext(ctx, "orchestrator.venue_settled", "txid", txid, "venue", VenueBOJ)

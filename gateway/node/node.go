@@ -203,7 +203,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		cfg.Addr = "127.0.0.1:8080"
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = 1
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}
@@ -273,8 +273,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	n.EventSigner = &events.Signer{KeyID: signer.KeyID, PrivateKey: signer.PrivateKey}
 	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
 	for i := 0; i < cfg.Workers; i++ {
+		// One Run loop works many transfers at once, so their steps share
+		// group commits; several loops split the in-flight bound.
 		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: log, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
-			FinalityLog: n.FinalityLog}
+			FinalityLog: n.FinalityLog, Concurrency: max(1, orchestrator.DefaultRunConcurrency/cfg.Workers), BatchSize: 64}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}
