@@ -174,7 +174,10 @@ func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) (out
 		}
 		return nil
 	})
-	return out, next, err
+	if err != nil { // rolled back: nothing was claimed
+		return nil, time.Time{}, err
+	}
+	return out, next, nil
 }
 
 // finish records the outcome of a claimed item inside tx: err == nil marks

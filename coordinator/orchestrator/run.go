@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
-
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
