@@ -193,18 +193,27 @@ func (a *Adapter) Shadows(ctx context.Context) ([]Shadow, error) {
 }
 
 func accountHashes(ctx context.Context, tx *store.Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT account_hash FROM AdapterAccounts ORDER BY account_hash`)
+	out, err := queryStrings(ctx, tx, `SELECT account_hash FROM AdapterAccounts ORDER BY account_hash`)
 	if err != nil {
 		return nil, fmt.Errorf("adapter: list accounts: %w", err)
+	}
+	return out, nil
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, tx *store.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, h)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

@@ -80,21 +80,12 @@ INSERT OR IGNORE INTO AdapterShadowTotalsBuilt (id) VALUES (1);
 // shadowTotalsDrift lists the accounts whose kept totals differ from the
 // sums recomputed from the rows ("" each: none).
 func shadowTotalsDrift(ctx context.Context, tx *store.Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `WITH s(account_hash, applied, pd, pc, un) AS (`+shadowSumsSQL+`)
+	out, err := queryStrings(ctx, tx, `WITH s(account_hash, applied, pd, pc, un) AS (`+shadowSumsSQL+`)
 		SELECT COALESCE(s.account_hash, t.account_hash) FROM s FULL OUTER JOIN AdapterShadowTotals t ON t.account_hash = s.account_hash
 		WHERE COALESCE(s.applied, 0) <> COALESCE(t.applied, 0) OR COALESCE(s.pd, 0) <> COALESCE(t.pending_debits, 0)
 		   OR COALESCE(s.pc, 0) <> COALESCE(t.pending_credits, 0) OR COALESCE(s.un, 0) <> COALESCE(t.unsettled, 0)`)
 	if err != nil {
 		return nil, fmt.Errorf("adapter: shadow totals drift: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return out, nil
 }

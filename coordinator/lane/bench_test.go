@@ -42,6 +42,29 @@ func benchEnv(b *testing.B, rows int) (*env, []string) {
 	return e, ids
 }
 
+// transitionsFrom makes b.N transitions in all from one goroutine per
+// row of ids, each a TransitionWithLog (its own Write).
+func transitionsFrom(b *testing.B, e *env, ids []string) {
+	ctx := context.Background()
+	workers := len(ids)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < b.N; i += workers {
+				tr := toggle(i / workers)
+				tr.TxID = ids[w]
+				if res, err := e.lanes.TransitionWithLog(ctx, tr); err != nil || !res.Applied {
+					b.Errorf("%+v %v", res, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
 // One transition per commit, one caller.
 func BenchmarkTransition1Writer(b *testing.B) {
 	ctx := context.Background()
@@ -63,27 +86,11 @@ func BenchmarkTransition1Writer(b *testing.B) {
 // One transition per commit, 8 goroutines on 8 rows (the single writer
 // connection serialises them).
 func BenchmarkTransition8Goroutines(b *testing.B) {
-	ctx := context.Background()
 	const workers = 8
 	e, ids := benchEnv(b, workers)
 	b.ResetTimer()
 	before := e.db.Stats().Commits
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < b.N; i += workers {
-				tr := toggle(i / workers)
-				tr.TxID = ids[w]
-				if res, err := e.lanes.TransitionWithLog(ctx, tr); err != nil || !res.Applied {
-					b.Errorf("%+v %v", res, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
+	transitionsFrom(b, e, ids)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
 	b.ReportMetric(float64(e.db.Stats().Commits-before)/b.Elapsed().Seconds(), "commits/s")
@@ -152,28 +159,11 @@ func BenchmarkDiskFsync(b *testing.B) {
 // One transition per call, 8 goroutines, with group commit: concurrent
 // calls share commits.
 func BenchmarkTransition8GoroutinesGroupCommit(b *testing.B) {
-	ctx := context.Background()
 	const workers = 8
 	e, ids := benchEnv(b, workers)
-	g := e.lanes
 	b.ResetTimer()
 	before := e.db.Stats().Commits
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < b.N; i += workers {
-				tr := toggle(i / workers)
-				tr.TxID = ids[w]
-				if res, err := g.TransitionWithLog(ctx, tr); err != nil || !res.Applied {
-					b.Errorf("%+v %v", res, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
+	transitionsFrom(b, e, ids)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
 	b.ReportMetric(float64(e.db.Stats().Commits-before)/b.Elapsed().Seconds(), "commits/s")
@@ -193,22 +183,7 @@ func BenchmarkTransition64GroupCommitVsRaw(b *testing.B) {
 	e, ids := benchEnv(b, workers)
 	b.ResetTimer()
 	start, before := time.Now(), e.db.Stats()
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < b.N; i += workers {
-				tr := toggle(i / workers)
-				tr.TxID = ids[w]
-				if res, err := e.lanes.TransitionWithLog(ctx, tr); err != nil || !res.Applied {
-					b.Errorf("%+v %v", res, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
+	transitionsFrom(b, e, ids)
 	grouped := time.Since(start)
 	after := e.db.Stats()
 	b.StopTimer()
