@@ -190,6 +190,9 @@ func newHarness(t testing.TB, mod ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
+	// Every test on a harness ends by recomputing the shadow's kept
+	// totals from the posting and outbox rows (shadow_totals.go).
+	t.Cleanup(func() { checkShadowTotals(t, a) })
 	h.a = a
 	if _, err := a.InitializeBank(ctx, bankapi.InitializeBankRequest{}); err != nil {
 		t.Fatal(err)

@@ -160,5 +160,6 @@ CREATE TABLE IF NOT EXISTS AdapterAliases (
 `
 
 // Schema is the full DDL of an adapter database: the adapter tables plus
-// outbox.Schema. It is idempotent.
-const Schema = adapterSchema + outbox.Schema
+// outbox.Schema, then the shadow's running totals (shadow_totals.go),
+// whose triggers read both. It is idempotent.
+var Schema = adapterSchema + outbox.Schema + shadowTotalsSchema

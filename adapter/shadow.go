@@ -193,50 +193,47 @@ func (a *Adapter) Shadows(ctx context.Context) ([]Shadow, error) {
 }
 
 func accountHashes(ctx context.Context, tx *store.Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT account_hash FROM AdapterAccounts ORDER BY account_hash`)
+	out, err := queryStrings(ctx, tx, `SELECT account_hash FROM AdapterAccounts ORDER BY account_hash`)
 	if err != nil {
 		return nil, fmt.Errorf("adapter: list accounts: %w", err)
+	}
+	return out, nil
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, tx *store.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, h)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
 
-// readShadow computes the shadow of one account inside tx.
+// readShadow computes the shadow of one account inside tx, in one
+// statement: the account, its kept posting totals (AdapterShadowTotals,
+// shadow_totals.go) and its held amount.
 func readShadow(ctx context.Context, tx *store.Tx, hash string) (Shadow, error) {
 	var s Shadow
-	var opening, adj int64
-	err := tx.QueryRowContext(ctx, `SELECT account_hash, core_account, holder_name, status, opening_balance, adjustment
-		FROM AdapterAccounts WHERE account_hash = ?`, hash).
-		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &opening, &adj)
+	var opening, adj, applied int64
+	err := tx.QueryRowContext(ctx, `SELECT a.account_hash, a.core_account, a.holder_name, a.status, a.opening_balance, a.adjustment,
+		COALESCE(t.applied, 0), COALESCE(t.pending_debits, 0), COALESCE(t.pending_credits, 0), COALESCE(t.unsettled, 0),
+		(SELECT COALESCE(SUM(h.amount), 0) FROM AdapterHolds h WHERE h.account_hash = a.account_hash AND h.status = 'HELD')
+		FROM AdapterAccounts a LEFT JOIN AdapterShadowTotals t ON t.account_hash = a.account_hash WHERE a.account_hash = ?`, hash).
+		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &opening, &adj, &applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled, &s.Holds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, accountNotFound(hash)
 	}
 	if err != nil {
 		return s, fmt.Errorf("adapter: read account %s: %w", hash, err)
-	}
-	var applied int64
-	err = tx.QueryRowContext(ctx, `SELECT
-		COALESCE(SUM(CASE WHEN o.status = 'APPLIED' THEN p.direction * p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') AND p.direction < 0 THEN p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') AND p.direction > 0 THEN p.amount END), 0),
-		COALESCE(SUM(CASE WHEN o.status IN ('CLAIMED','IN_DOUBT','IN_FILE') THEN 1 ELSE 0 END), 0)
-		FROM AdapterPostings p JOIN AdapterOutbox o ON o.ref = p.ref WHERE p.account_hash = ?`, hash).
-		Scan(&applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled)
-	if err != nil {
-		return s, fmt.Errorf("adapter: shadow %s: %w", hash, err)
-	}
-	err = tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(amount), 0) FROM AdapterHolds WHERE account_hash = ? AND status = 'HELD'`, hash).
-		Scan(&s.Holds)
-	if err != nil {
-		return s, fmt.Errorf("adapter: holds %s: %w", hash, err)
 	}
 	s.CoreBalance = opening + adj + applied
 	s.Available = s.CoreBalance - s.Holds - s.PendingDebits

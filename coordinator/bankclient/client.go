@@ -56,7 +56,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("bankclient: Config.Signer is required")
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
+		// The orchestrator keeps hundreds of calls in flight to one host
+		// (the node's own ingress): keep that many connections idle for
+		// reuse (net/http's default is 2 per host, which churns TCP).
+		cfg.HTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}}
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second

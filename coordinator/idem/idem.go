@@ -96,6 +96,28 @@ func (k *Keys) Acquire(ctx context.Context, tx *store.Tx, key string, body []byt
 	return k.Resolve(ctx, tx, key, body)
 }
 
+// Use claims a single-use key (no body, nothing to answer later, e.g. a
+// signature nonce) inside tx and completes it at once: one INSERT of a
+// DONE row with response. It reports false, writing nothing, when the key
+// exists already (in any status). Acquire followed by Complete gives the
+// same row in two statements.
+func (k *Keys) Use(ctx context.Context, tx *store.Tx, key string, response []byte) (fresh bool, err error) {
+	if key == "" {
+		return false, domainerr.New("MISSING_FIELD", "idempotency key is empty", map[string]any{"field": "idempotency_key"})
+	}
+	if response == nil {
+		response = []byte{}
+	}
+	now := clock.Stamp(k.clk.Now())
+	fresh, err = store.Insert(ctx, tx, "IdempotencyKeys",
+		[]string{"key", "status", "response_body", "created_at", "updated_at"},
+		key, StatusDone, response, now, now)
+	if err != nil {
+		return false, fmt.Errorf("idem: use %s: %w", key, err)
+	}
+	return fresh, nil
+}
+
 // Resolve classifies key for a request with body without claiming it:
 // Fresh when no row exists, Replay (with the stored response) when DONE,
 // InFlight when PROCESSING, Conflict with an IDEMPOTENCY_KEY_CONFLICT error

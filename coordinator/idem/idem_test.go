@@ -473,3 +473,58 @@ func BenchmarkOnce(b *testing.B) {
 		}
 	})
 }
+
+// Of 32 callers racing to use one single-use key exactly one gets it, and
+// the key is stored DONE with the response in that caller's one INSERT.
+func TestConcurrentUseOneWinner(t *testing.T) {
+	db := openDB(t)
+	k := New(clock.NewManual(t0), nil)
+	ctx := context.Background()
+	key, err := SigKey("K1", "nonce-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 32
+	var fresh atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := db.Write(ctx, func(tx *store.Tx) error {
+				ok, err := k.Use(ctx, tx, key, []byte("{}"))
+				if ok {
+					fresh.Add(1)
+				}
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if fresh.Load() != 1 {
+		t.Fatalf("%d callers used the key, want 1", fresh.Load())
+	}
+	got := rows(t, db)
+	if len(got) != 1 || got[0].Key != key || got[0].Status != StatusDone || got[0].Response != "{}" {
+		t.Fatalf("rows %+v", got)
+	}
+	// A key acquired the two-statement way is not usable either.
+	other, _ := SigKey("K1", "nonce-2")
+	if _, err := k.AcquireDB(ctx, db, other, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *store.Tx) error {
+		ok, err := k.Use(ctx, tx, other, nil)
+		if ok {
+			t.Errorf("an acquired key was used again")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

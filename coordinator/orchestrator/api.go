@@ -105,18 +105,22 @@ type Config struct {
 	// refuses a longer one (ErrLeaseTooLong). Default: 30s, or half the
 	// shortest of those timeouts when that is less.
 	Lease time.Duration
-	// BatchSize is how many due items RunOnce claims per claim commit
-	// (default 32).
+	// BatchSize is how many due items RunOnce and Run claim per claim
+	// commit (default 32).
 	BatchSize int
-	// Concurrency is how many claimed items RunOnce works at the same time
-	// (default 1). Items of one transfer are never worked concurrently
-	// (one item per kind and transfer, claimed by one worker).
+	// Concurrency is how many claimed items RunOnce and Run work at the
+	// same time (default 1; a node runs one Run with 256). Items of one
+	// transfer are never worked concurrently.
 	Concurrency int
 	// ManualVenue leaves HIGH_VALUE transfers at the BOJ venue
 	// (owner VENUE:BOJ) until RunVenue is called; by default the worker runs
 	// the simulated venue right after instructing it.
 	ManualVenue bool
 }
+
+// DefaultRunConcurrency is how many work items a node's Run loops keep
+// in flight in total (docs/orchestrator.md, "Worker model").
+const DefaultRunConcurrency = 256
 
 // Orchestrator drives transfers. It is safe for concurrent use; several
 // Orchestrators (workers) may share one database.
@@ -134,6 +138,7 @@ type Orchestrator struct {
 	to    Timeouts
 	bo    Backoff
 	cfg   Config
+	wake  *waker // shared by every Orchestrator on db (wake.go)
 }
 
 // ErrLeaseTooLong is New's refusal of a Config.Lease that is not shorter
@@ -192,6 +197,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{db: cfg.DB, banks: cfg.Banks, clk: cfg.Clock, log: cfg.Logger.With("component", "orchestrator"),
 		flog: cfg.FinalityLog, to: cfg.Timeouts, bo: cfg.Backoff, cfg: cfg}
+	o.wake = wakerFor(cfg.DB)
 	o.lanes = lane.New(cfg.DB, cfg.FinalityLog, sysmode.Gate{}, cfg.Clock, cfg.Logger)
 	o.h = hlimit.New(cfg.Clock, cfg.Logger)
 	o.keys = idem.New(cfg.Clock, cfg.Logger)
@@ -373,35 +379,22 @@ func (o *Orchestrator) RunOnce(ctx context.Context) (int, error) {
 	return o.runOnce(ctx)
 }
 
-// Run works the queue until ctx is done, sleeping idle between empty
-// rounds (default 50ms when idle <= 0). It first takes back the items an
-// earlier start of this node left claimed (TakeBackEarlierClaims). It
-// returns ctx's error.
+// Run works the queue until ctx is done. It claims due items in batches
+// (BatchSize per claim commit) and works up to Concurrency of them at the
+// same time, so their steps share group commits; items of one transfer
+// are worked one after another, never concurrently. When it has nothing
+// to claim it sleeps, at ~0 CPU, until an in-process signal (an enqueue
+// on this database: Submit, a sweep, a venue or refund step, a batch
+// window), a completion of its own work, or the timer of the earliest
+// item not yet due (retry backoff, a wait, an expired lease). idle bounds
+// that sleep when the clock is not clock.System (default 50ms when
+// idle <= 0): a manual clock's jumps signal nothing; on the system clock
+// the bound is a 1s backstop, for writers in another process. It first
+// takes back the items an earlier start of this node left claimed
+// (TakeBackEarlierClaims). It returns ctx's error after its in-flight
+// items are done.
 func (o *Orchestrator) Run(ctx context.Context, idle time.Duration) error {
-	if idle <= 0 {
-		idle = 50 * time.Millisecond
-	}
-	if _, err := o.TakeBackEarlierClaims(ctx); err != nil && ctx.Err() == nil {
-		o.log.ErrorContext(ctx, "orchestrator.take_back_failed", "error", err.Error())
-	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		n, err := o.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			o.log.ErrorContext(ctx, "orchestrator.run_failed", "error", err.Error())
-		}
-		if n > 0 {
-			t.Reset(0)
-		} else {
-			t.Reset(idle)
-		}
-	}
+	return o.run(ctx, idle)
 }
 
 // SweepResult counts what one TimeoutSweep did.

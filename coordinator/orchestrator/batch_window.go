@@ -48,7 +48,7 @@ func (o *Orchestrator) AcceptBatchInTx(ctx context.Context, tx *store.Tx, txid s
 	if !ok {
 		return domainerr.New("INVALID_STATE", "transfer is not waiting for a batch window", map[string]any{"txid": txid, "lane": laneName})
 	}
-	if err := enqueue(ctx, tx, KindDrive, txid, laneName, StatusReady, now); err != nil {
+	if err := o.enqueue(ctx, tx, KindDrive, txid, laneName, StatusReady, now); err != nil {
 		return err
 	}
 	o.log.InfoContext(ctx, "orchestrator.batch_accepted", "txid", txid, "lane", laneName, "reservation_id", BatchReservationID(txid))

@@ -452,7 +452,7 @@ func (o *Orchestrator) executeDebit(ctx context.Context, r txRow) error {
 		if err != nil || !res.Applied {
 			return err
 		}
-		return setProgress(ctx, tx, r.TxID, now, "exec_failures = 0")
+		return o.resetExecFailures(ctx, tx, r, now)
 	})
 }
 
@@ -589,7 +589,7 @@ func (o *Orchestrator) settle(ctx context.Context, r txRow, proof *bankapi.BankP
 		if err := recordRequestInTx(ctx, tx, r.TxID, debitSettledRequest(r, now), o.clk.Now()); err != nil {
 			return err
 		}
-		return setProgress(ctx, tx, r.TxID, now, "exec_failures = 0")
+		return o.resetExecFailures(ctx, tx, r, now)
 	})
 }
 
@@ -669,4 +669,14 @@ func (o *Orchestrator) work(ctx context.Context, it Item) error {
 		return o.refundStep(ctx, it.TxID)
 	}
 	return domainerr.New("INVARIANT_VIOLATION", "unknown work item kind", map[string]any{"kind": it.Kind})
+}
+
+// resetExecFailures clears the transfer's count of failed execution calls
+// after a success; r was loaded by this step (only the worker holding the
+// transfer's item writes the count), so a count of 0 costs no statement.
+func (o *Orchestrator) resetExecFailures(ctx context.Context, tx *store.Tx, r txRow, now string) error {
+	if r.ExecFailures == 0 {
+		return nil
+	}
+	return setProgress(ctx, tx, r.TxID, now, "exec_failures = 0")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -211,5 +212,64 @@ func TestGroupCommitSubmitCancelledWhileQueuedWritesNothing(t *testing.T) {
 	}
 	if n := f.count("SELECT COUNT(*) FROM Transactions"); n != 1 {
 		t.Fatalf("%d Transactions rows, want 1 (the neighbour's)", n)
+	}
+}
+
+// Drives of many transfers share commits: their first commits (the H
+// reservation and the decision) all queue behind one held group, so they
+// land in one commit group. The transfer whose H reservation breaches the
+// payer's H limit fails inside that group; its savepoint alone rolls back
+// (it is cancelled with H_LIMIT_EXCEEDED, its bank hold released) and
+// every neighbour is decided and settles.
+func TestGroupCommitDriveOneBadItemLeavesNeighbours(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Concurrency, c.BatchSize = 16, 16 })
+	f.setParticipant("001", func(p *participants.Participant) { p.HLimit = 10_000 })
+	const n, bad = 12, 5
+	txids := make([]string, n)
+	for i := range n {
+		amount := int64(500) // 11 x 500 fits the H limit together
+		if i == bad {
+			amount = 20_000
+		}
+		txids[i] = f.submit(pi("EXPRESS", amount), fmt.Sprintf("gd-%02d", i)).TxID
+	}
+	items, _, err := f.o.claim(f.ctx, f.o.cfg.WorkerID, n)
+	if err != nil || len(items) != n {
+		t.Fatalf("claimed %d items: %v", len(items), err)
+	}
+	release := make(chan struct{})
+	held := holdGroup(t, f.db, release)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.o.process(f.ctx, it, f.o.cfg.WorkerID, f.o.work); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let every drive queue its first commit behind the held group
+	close(release)
+	wg.Wait()
+	<-held
+	// No second round: every drive finished in its one run.
+	for i, id := range txids {
+		v := f.view(id)
+		switch {
+		case i == bad && (v.State != "CANCELLED" || v.ReasonCode != ReasonHLimitExceeded):
+			t.Errorf("bad transfer %s: %s %s, want CANCELLED %s", id, v.State, v.ReasonCode, ReasonHLimitExceeded)
+		case i != bad && v.State != "SETTLED":
+			t.Errorf("neighbour %s: %s %s, want SETTLED", id, v.State, v.ReasonCode)
+		}
+	}
+	if got := f.count(`SELECT h_used FROM Participants WHERE bank_id = '001'`); got != 0 {
+		t.Errorf("payer h_used %d after every transfer ended, want 0", got)
+	}
+	if got := f.count(`SELECT COUNT(*) FROM HReservations WHERE txid = ?`, txids[bad]); got != 0 {
+		t.Errorf("%d H reservations left by the refused transfer, want 0", got)
+	}
+	if got := f.b.count(bankapi.ReleaseReserve); got != 1 {
+		t.Errorf("%d release-reserve calls, want 1 (the refused transfer's bank hold)", got)
 	}
 }

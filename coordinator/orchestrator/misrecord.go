@@ -110,7 +110,7 @@ func (o *Orchestrator) CorrectMisrecord(ctx context.Context, req MisrecordReques
 			return err
 		}
 		out = Correction{TxID: r.TxID, Field: req.Field, OldValue: r.PayeeAcct, NewValue: req.Value, State: string(res.State), EventSeq: res.Entry.EventSeq}
-		return enqueue(ctx, tx, KindDrive, r.TxID, r.Lane, StatusReady, o.clk.Now())
+		return o.enqueue(ctx, tx, KindDrive, r.TxID, r.Lane, StatusReady, o.clk.Now())
 	})
 	if err == errConflict {
 		return Correction{}, domainerr.New("CONCURRENCY_CONFLICT", "the transfer moved during the correction; ask again", map[string]any{"txid": req.TxID})

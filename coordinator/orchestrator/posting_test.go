@@ -74,3 +74,52 @@ func TestRecordCorePostingOncePerRefAndStatus(t *testing.T) {
 		}
 	}
 }
+
+// A batch of reports is one commit; a refused report (unknown transfer,
+// bad status) leaves the others of its batch recorded, and a repeat of
+// the batch records nothing more.
+func TestRecordCorePostingsBatchRefusalsDoNotTouchNeighbours(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.submit(pi("EXPRESS", 700), "cpb-1")
+	b := f.submit(pi("EXPRESS", 800), "cpb-2")
+	f.run()
+	batch := []CorePosting{
+		{TxID: a.TxID, BankID: "001", Kind: "DEBIT", Ref: "REF-A", Amount: 700, Status: CorePostingApplied},
+		{TxID: "TX-NOPE", BankID: "001", Kind: "DEBIT", Ref: "REF-X", Amount: 1, Status: CorePostingApplied},
+		{TxID: b.TxID, BankID: "002", Kind: "CREDIT", Ref: "REF-B", Amount: 800, Status: CorePostingApplied},
+		{TxID: b.TxID, BankID: "002", Kind: "CREDIT", Ref: "REF-B2", Amount: 800, Status: "PENDING"},
+	}
+	commits := f.db.Stats().Commits
+	res, err := f.o.RecordCorePostings(f.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.db.Stats().Commits - commits; n != 1 {
+		t.Errorf("%d commits for one batch, want 1", n)
+	}
+	want := []struct {
+		rec  bool
+		code string
+	}{{true, ""}, {false, "TX_NOT_FOUND"}, {true, ""}, {false, "INVALID_REQUEST"}}
+	for i, w := range want {
+		if res[i].Recorded != w.rec || (w.code == "" && res[i].Err != nil) || (w.code != "" && !domainerr.Has(res[i].Err, w.code)) {
+			t.Errorf("report %d: %+v, want recorded=%v %s", i, res[i], w.rec, w.code)
+		}
+	}
+	for _, c := range []struct{ txid, ref string }{{a.TxID, "REF-A"}, {b.TxID, "REF-B"}} {
+		if n := f.count(`SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ? AND json_extract(payload_json, '$.ref') = ?`,
+			c.txid, string(finality.CorePostingApplied), c.ref); n != 1 {
+			t.Errorf("%s %s: %d entries, want 1", c.txid, c.ref, n)
+		}
+	}
+	res, err = f.o.RecordCorePostings(f.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Recorded || res[2].Recorded {
+		t.Errorf("repeat recorded again: %+v", res)
+	}
+	if v := f.view(b.TxID); v.ReadModelLag != 0 {
+		t.Errorf("lag %s after the batch, want 0", v.ReadModelLag)
+	}
+}

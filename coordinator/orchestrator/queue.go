@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -75,8 +76,12 @@ func itemID(kind, txid string) string { return kind + ":" + txid }
 // enqueue makes the (kind, txid) item due at `at` inside tx: a new row, or
 // an existing DONE/ACKED row made READY again with its attempts reset. An
 // item that is CLAIMED is flagged to run again when its worker finishes;
-// a READY item keeps the earlier due time.
-func enqueue(ctx context.Context, tx *store.Tx, kind, txid, laneName, status string, at time.Time) error {
+// a READY item keeps the earlier due time. A READY item pokes the Run
+// loops of this database (wake.go).
+func (o *Orchestrator) enqueue(ctx context.Context, tx *store.Tx, kind, txid, laneName, status string, at time.Time) error {
+	if status == StatusReady {
+		defer o.wake.poke()
+	}
 	now := clock.Stamp(at)
 	ins, err := store.Insert(ctx, tx, "OrchestratorQueue",
 		[]string{"item_id", "kind", "txid", "lane", "status", "next_attempt_at", "created_at", "updated_at"},
@@ -106,14 +111,16 @@ func wrapDB(op string, err error) error {
 	return fmt.Errorf("orchestrator: %s: %w", op, err)
 }
 
-// claim takes up to limit due items for worker in one write transaction:
-// each is a guarded UPDATE (status READY and due, or CLAIMED with an
-// expired lease), so of several workers racing for an item exactly one
-// gets it.
-func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) ([]Item, error) {
-	var out []Item
-	err := o.db.Write(ctx, func(tx *store.Tx) error {
-		out = out[:0]
+// claim takes up to limit due items for worker in one write
+// transaction, in two statements whatever the batch size: the due items
+// (idx_oq_due), then one guarded UPDATE of all of them (status READY and
+// due, or CLAIMED with an expired lease), so of several workers racing
+// for an item exactly one gets it. When it claims fewer than limit it
+// also returns when the earliest item not yet due falls due (zero: none
+// is waiting), for the Run loop's timer.
+func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) (out []Item, next time.Time, err error) {
+	err = o.db.Write(ctx, func(tx *store.Tx) error {
+		out, next = out[:0], time.Time{}
 		now := o.clk.Now()
 		stamp := clock.Stamp(now)
 		rows, err := tx.QueryContext(ctx, `SELECT item_id, kind, txid, lane, attempts FROM OrchestratorQueue
@@ -121,35 +128,56 @@ func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) ([]I
 		if err != nil {
 			return wrapDB("claim: select", err)
 		}
-		var cand []Item
+		ids := make([]string, 0, limit)
 		for rows.Next() {
 			var it Item
 			if err := rows.Scan(&it.ID, &it.Kind, &it.TxID, &it.Lane, &it.Attempts); err != nil {
 				rows.Close()
 				return wrapDB("claim: scan", err)
 			}
-			cand = append(cand, it)
+			out = append(out, it)
+			ids = append(ids, it.ID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return wrapDB("claim: rows", err)
 		}
-		lease := clock.Stamp(now.Add(o.cfg.Lease))
-		for _, it := range cand {
-			ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE OrchestratorQueue
+		if len(out) > 0 {
+			idJSON, err := json.Marshal(ids)
+			if err != nil {
+				return wrapDB("claim: ids", err)
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE OrchestratorQueue
 				SET status = 'CLAIMED', claimed_by = ?, next_attempt_at = ?, rerun = 0, updated_at = ?
-				WHERE item_id = ? AND status IN ('READY','CLAIMED') AND next_attempt_at <= ?`,
-				worker, lease, stamp, it.ID, stamp))
+				WHERE item_id IN (SELECT value FROM json_each(?)) AND status IN ('READY','CLAIMED') AND next_attempt_at <= ?`,
+				worker, clock.Stamp(now.Add(o.cfg.Lease)), stamp, string(idJSON), stamp)
 			if err != nil {
 				return wrapDB("claim", err)
 			}
-			if ok {
-				out = append(out, it)
+			// The writer is alone in this transaction: every row just
+			// selected is still due, so each must have been claimed.
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(out)) {
+				return wrapDB("claim", errors.Join(err, fmt.Errorf("claimed %d of %d due items", n, len(out))))
+			}
+		}
+		if len(out) < limit {
+			var due sql.NullString
+			if err := tx.QueryRowContext(ctx, `SELECT MIN(next_attempt_at) FROM OrchestratorQueue
+				WHERE status IN ('READY','CLAIMED')`).Scan(&due); err != nil {
+				return wrapDB("claim: next due", err)
+			}
+			if due.Valid {
+				if next, err = clock.ParseStamp(due.String); err != nil {
+					return wrapDB("claim: next due", err)
+				}
 			}
 		}
 		return nil
 	})
-	return out, err
+	if err != nil { // rolled back: nothing was claimed
+		return nil, time.Time{}, err
+	}
+	return out, next, nil
 }
 
 // finish records the outcome of a claimed item inside tx: err == nil marks

@@ -146,7 +146,7 @@ func TestClaimRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				items, err := o.claim(f.ctx, o.cfg.WorkerID, o.cfg.BatchSize)
+				items, _, err := o.claim(f.ctx, o.cfg.WorkerID, o.cfg.BatchSize)
 				if err != nil {
 					t.Error(err)
 					return
@@ -190,7 +190,7 @@ func TestClaimRace(t *testing.T) {
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Lease = 30 * time.Second })
 	r := f.submit(pi(LaneExpress, 1000), "lease")
-	items, err := f.o.claim(f.ctx, "dead", 10)
+	items, _, err := f.o.claim(f.ctx, "dead", 10)
 	if err != nil || len(items) != 1 {
 		t.Fatal(items, err)
 	}

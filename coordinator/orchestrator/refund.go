@@ -266,7 +266,7 @@ func (o *Orchestrator) decideRefundInTx(ctx context.Context, tx *store.Tx, r txR
 		Payload: map[string]any{"txid": r.TxID, "requested_by": req.RequestedBy, "proof_source": source}}); err != nil {
 		return err
 	}
-	return enqueue(ctx, tx, KindRefund, r.TxID, r.Lane, StatusReady, now)
+	return o.enqueue(ctx, tx, KindRefund, r.TxID, r.Lane, StatusReady, now)
 }
 
 // openProofCase opens (or joins) the CREDIT_FAILED_PROOF_REQUIRED Case of a

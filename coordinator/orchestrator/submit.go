@@ -248,7 +248,7 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		if eff == LaneBulk || eff == LaneDeferred {
 			kind, status = KindBatch, StatusWaiting
 		}
-		if err := enqueue(ctx, tx, kind, txid, eff, status, now); err != nil {
+		if err := o.enqueue(ctx, tx, kind, txid, eff, status, now); err != nil {
 			return nil, err
 		}
 		accepted = SubmitResult{TxID: txid, Lane: eff, RequestedLane: req.Lane, State: string(lane.Received), AcceptedAt: stamp}

@@ -177,7 +177,7 @@ func (o *Orchestrator) resumeWindows(ctx context.Context, now time.Time) (int, e
 			if !r.Applied {
 				continue
 			}
-			if err := enqueue(ctx, tx, KindDrive, c.txid, c.lane, StatusReady, now); err != nil {
+			if err := o.enqueue(ctx, tx, KindDrive, c.txid, c.lane, StatusReady, now); err != nil {
 				return err
 			}
 			n++

@@ -121,12 +121,8 @@ var errVenueInsufficient = errors.New("venue: payer balance does not cover the a
 // guarded, the payer's debit is a guarded UPDATE (balance >= amount) and
 // errVenueInsufficient is returned when it does not hold.
 func movePosition(ctx context.Context, tx *store.Tx, venue, payer, payee, currency string, amount int64, now string, guarded bool) error {
-	for _, b := range []string{payer, payee} {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO SettlementPositions (bank_id, venue, currency, balance, updated_at)
-			VALUES (?, ?, ?, 0, ?)`, b, venue, currency, now); err != nil {
-			return wrapDB("position row", err)
-		}
-	}
+	// UPDATE first: a position row is created (balance 0 plus the move)
+	// only the first time a bank moves money at the venue.
 	q := `UPDATE SettlementPositions SET balance = balance - ?, updated_at = ? WHERE bank_id = ? AND venue = ? AND currency = ?`
 	args := []any{amount, now, payer, venue, currency}
 	if guarded {
@@ -138,11 +134,28 @@ func movePosition(ctx context.Context, tx *store.Tx, venue, payer, payee, curren
 		return wrapDB("debit position", err)
 	}
 	if !ok {
-		return errVenueInsufficient
+		if guarded { // no row is a balance of 0, which covers no amount
+			return errVenueInsufficient
+		}
+		if err := newPosition(ctx, tx, payer, venue, currency, -amount, now); err != nil {
+			return err
+		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE SettlementPositions SET balance = balance + ?, updated_at = ? WHERE bank_id = ? AND venue = ? AND currency = ?`,
-		amount, now, payee, venue, currency)
-	return wrapDB("credit position", err)
+	ok, err = store.Applied(tx.ExecContext(ctx, `UPDATE SettlementPositions SET balance = balance + ?, updated_at = ? WHERE bank_id = ? AND venue = ? AND currency = ?`,
+		amount, now, payee, venue, currency))
+	if err != nil {
+		return wrapDB("credit position", err)
+	}
+	if !ok {
+		return newPosition(ctx, tx, payee, venue, currency, amount, now)
+	}
+	return nil
+}
+
+func newPosition(ctx context.Context, tx *store.Tx, bank, venue, currency string, balance int64, now string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO SettlementPositions (bank_id, venue, currency, balance, updated_at)
+		VALUES (?, ?, ?, ?, ?)`, bank, venue, currency, balance, now)
+	return wrapDB("position row", err)
 }
 
 // requestVenue instructs the external settlement (ExtInstructionSent):
@@ -234,7 +247,7 @@ func (o *Orchestrator) venueSettle(ctx context.Context, txid string, requeue boo
 		if !requeue {
 			return nil
 		}
-		return enqueue(ctx, tx, KindDrive, txid, r.Lane, StatusReady, now)
+		return o.enqueue(ctx, tx, KindDrive, txid, r.Lane, StatusReady, now)
 	})
 	if err == nil && settled {
 		o.log.InfoContext(ctx, "orchestrator.venue_settled", "txid", txid, "venue", VenueBOJ)

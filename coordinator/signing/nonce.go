@@ -40,15 +40,15 @@ func (n *DBNonces) Use(ctx context.Context, keyID, nonce string) error {
 		return domainerr.Wrap("EXTERNAL_SIGNATURE_INVALID", err, "bad signature nonce", map[string]any{"key_id": keyID})
 	}
 	return n.db.Write(ctx, func(tx *store.Tx) error {
-		r, err := n.keys.Acquire(ctx, tx, key, nil)
+		fresh, err := n.keys.Use(ctx, tx, key, []byte("{}"))
 		if err != nil {
 			return err
 		}
-		if r.Outcome != idem.Fresh {
+		if !fresh {
 			return domainerr.New("SIGNATURE_REPLAYED", "nonce already used with key "+keyID,
 				map[string]any{"key_id": keyID, "nonce": nonce})
 		}
-		return n.keys.Complete(ctx, tx, key, []byte("{}"))
+		return nil
 	})
 }
 

@@ -85,9 +85,11 @@ type Config struct {
 	// HMAC is the ingress HMAC fallback secret (nil: fallback refused).
 	HMAC *Secret `json:"hmac,omitempty"`
 	// AllowUnauthenticatedUI mirrors ZC_ALLOW_UNAUTHENTICATED_UI.
-	AllowUnauthenticatedUI bool         `json:"allow_unauthenticated_ui"`
-	Workers                int          `json:"workers"`
-	Banks                  []BankConfig `json:"banks"`
+	AllowUnauthenticatedUI bool `json:"allow_unauthenticated_ui"`
+	// Workers is how many orchestrator Run loops the node starts (default
+	// 1); they share orchestrator.DefaultRunConcurrency items in flight.
+	Workers int          `json:"workers"`
+	Banks   []BankConfig `json:"banks"`
 	// Kafka, when it names brokers, starts the event publisher that drains
 	// the event outbox to Kafka. Without it every FinalityLog event stays in
 	// the event outbox (`zcgw events tail` follows it).
@@ -112,7 +114,7 @@ func randomSecret() string {
 // DefaultConfig is a two-bank node (001, 002), three accounts each, with
 // fresh random secrets and one API key per bank plus an operator key.
 func DefaultConfig() Config {
-	c := Config{Addr: "127.0.0.1:8080", CronSecret: randomSecret(), Workers: 4}
+	c := Config{Addr: "127.0.0.1:8080", CronSecret: randomSecret(), Workers: 1}
 	c.APIKeys = append(c.APIKeys, APIKey{Scope: signing.ScopeOperator, Name: "operator", Secret: Secret{Current: randomSecret()}})
 	for i, id := range []string{"001", "002"} {
 		b := BankConfig{BankID: id, Name: fmt.Sprintf("Bank %s", id), HLimit: 10_000_000_000_000, RealTime: true}

@@ -254,7 +254,7 @@ func resolve(opts Options) (Config, Options, error) {
 		cfg.Addr = "127.0.0.1:8080"
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = 1
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}
@@ -341,8 +341,10 @@ func (n *Node) openCoordinator(ctx context.Context, opts Options) (func() error,
 	n.EventSigner = &events.Signer{KeyID: n.signer.KeyID, PrivateKey: n.signer.PrivateKey}
 	events.Install(n.FinalityLog, events.Producer{}, n.EventSigner)
 	for i := 0; i < n.Config.Workers; i++ {
+		// One Run loop works many transfers at once, so their steps share
+		// group commits; several loops split the in-flight bound.
 		oc := orchestrator.Config{DB: n.DB, Banks: n.Client, Clock: opts.Clock, Logger: opts.Logger, WorkerID: n.ID.Owner(fmt.Sprintf("worker-%d", i+1)),
-			FinalityLog: n.FinalityLog}
+			FinalityLog: n.FinalityLog, Concurrency: max(1, orchestrator.DefaultRunConcurrency/n.Config.Workers), BatchSize: 64}
 		if opts.Orchestrator != nil {
 			opts.Orchestrator(&oc)
 		}

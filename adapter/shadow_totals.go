@@ -1,0 +1,91 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// The shadow's sums over an account's postings (applied, pending debits
+// and credits, unsettled) are kept per account in AdapterShadowTotals by
+// triggers on AdapterPostings and AdapterOutbox, so readShadow reads one
+// row instead of summing every posting the account ever had (a cost that
+// grew with the account's history, on every reserve, debit and credit).
+// The totals stay derived data: each trigger runs inside the statement
+// that inserts, re-statuses or deletes a posting or its outbox row, so
+// they can never disagree with the outbox about what the core was told.
+// TestShadowTotalsMatchTheirSums recomputes them from the rows
+// (shadowSumsSQL) after every kind of change.
+
+// Which outbox statuses count toward which sum (readShadow's definition).
+const (
+	pendingStatuses   = `('PENDING','CLAIMED','IN_DOUBT','BLOCKED','IN_FILE')`
+	unsettledStatuses = `('CLAIMED','IN_DOUBT','IN_FILE')`
+)
+
+// contrib is the four sums' contribution of posting p under outbox
+// status st, times sign ("+" or "-").
+func contrib(st, p, sign string) string {
+	return fmt.Sprintf(`%[3]sSUM(CASE WHEN %[1]s = 'APPLIED' THEN %[2]s.direction * %[2]s.amount ELSE 0 END),
+	%[3]sSUM(CASE WHEN %[1]s IN %[4]s AND %[2]s.direction < 0 THEN %[2]s.amount ELSE 0 END),
+	%[3]sSUM(CASE WHEN %[1]s IN %[4]s AND %[2]s.direction > 0 THEN %[2]s.amount ELSE 0 END),
+	%[3]sSUM(CASE WHEN %[1]s IN %[5]s THEN 1 ELSE 0 END)`, st, p, sign, pendingStatuses, unsettledStatuses)
+}
+
+const upsertTotals = `INSERT INTO AdapterShadowTotals (account_hash, applied, pending_debits, pending_credits, unsettled) `
+const addTotals = ` ON CONFLICT(account_hash) DO UPDATE SET applied = applied + excluded.applied,
+	pending_debits = pending_debits + excluded.pending_debits, pending_credits = pending_credits + excluded.pending_credits,
+	unsettled = unsettled + excluded.unsettled;`
+
+func trigger(name, on, body string) string {
+	return "CREATE TRIGGER IF NOT EXISTS " + name + " " + on + " BEGIN\n" + body + "\nEND;\n"
+}
+
+// shadowSumsSQL is the sums recomputed from the rows, per account.
+var shadowSumsSQL = `SELECT p.account_hash, ` + contrib("o.status", "p", "") + `
+	FROM AdapterPostings p JOIN AdapterOutbox o ON o.ref = p.ref GROUP BY p.account_hash`
+
+// shadowTotalsSchema follows outbox.Schema in Schema (its triggers read
+// AdapterOutbox). The first open of a database made before the totals
+// existed fills them from the rows, once (AdapterShadowTotalsBuilt).
+var shadowTotalsSchema = `
+CREATE TABLE IF NOT EXISTS AdapterShadowTotals (
+  account_hash    TEXT PRIMARY KEY,
+  applied         INTEGER NOT NULL DEFAULT 0,
+  pending_debits  INTEGER NOT NULL DEFAULT 0,
+  pending_credits INTEGER NOT NULL DEFAULT 0,
+  unsettled       INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS AdapterShadowTotalsBuilt (id INTEGER PRIMARY KEY CHECK (id = 1));
+` + trigger("trg_shadow_posting_ins", "AFTER INSERT ON AdapterPostings",
+	upsertTotals+`SELECT NEW.account_hash, `+contrib("o.status", "NEW", "")+` FROM AdapterOutbox o WHERE o.ref = NEW.ref GROUP BY o.ref`+addTotals) +
+	trigger("trg_shadow_posting_del", "AFTER DELETE ON AdapterPostings",
+		upsertTotals+`SELECT OLD.account_hash, `+contrib("o.status", "OLD", "-")+` FROM AdapterOutbox o WHERE o.ref = OLD.ref GROUP BY o.ref`+addTotals) +
+	trigger("trg_shadow_posting_upd", "AFTER UPDATE OF ref, account_hash, direction, amount ON AdapterPostings",
+		upsertTotals+`SELECT OLD.account_hash, `+contrib("o.status", "OLD", "-")+` FROM AdapterOutbox o WHERE o.ref = OLD.ref GROUP BY o.ref`+addTotals+"\n"+
+			upsertTotals+`SELECT NEW.account_hash, `+contrib("o.status", "NEW", "")+` FROM AdapterOutbox o WHERE o.ref = NEW.ref GROUP BY o.ref`+addTotals) +
+	trigger("trg_shadow_outbox_ins", "AFTER INSERT ON AdapterOutbox",
+		upsertTotals+`SELECT p.account_hash, `+contrib("NEW.status", "p", "")+` FROM AdapterPostings p WHERE p.ref = NEW.ref GROUP BY p.account_hash`+addTotals) +
+	trigger("trg_shadow_outbox_del", "AFTER DELETE ON AdapterOutbox",
+		upsertTotals+`SELECT p.account_hash, `+contrib("OLD.status", "p", "-")+` FROM AdapterPostings p WHERE p.ref = OLD.ref GROUP BY p.account_hash`+addTotals) +
+	trigger("trg_shadow_outbox_upd", "AFTER UPDATE OF status, ref ON AdapterOutbox WHEN OLD.status IS NOT NEW.status OR OLD.ref IS NOT NEW.ref",
+		upsertTotals+`SELECT p.account_hash, `+contrib("OLD.status", "p", "-")+` FROM AdapterPostings p WHERE p.ref = OLD.ref GROUP BY p.account_hash`+addTotals+"\n"+
+			upsertTotals+`SELECT p.account_hash, `+contrib("NEW.status", "p", "")+` FROM AdapterPostings p WHERE p.ref = NEW.ref GROUP BY p.account_hash`+addTotals) +
+	upsertTotals + strings.Replace(shadowSumsSQL, "GROUP BY", "WHERE NOT EXISTS (SELECT 1 FROM AdapterShadowTotalsBuilt) GROUP BY", 1) + addTotals + `
+INSERT OR IGNORE INTO AdapterShadowTotalsBuilt (id) VALUES (1);
+`
+
+// shadowTotalsDrift lists the accounts whose kept totals differ from the
+// sums recomputed from the rows ("" each: none).
+func shadowTotalsDrift(ctx context.Context, tx *store.Tx) ([]string, error) {
+	out, err := queryStrings(ctx, tx, `WITH s(account_hash, applied, pd, pc, un) AS (`+shadowSumsSQL+`)
+		SELECT COALESCE(s.account_hash, t.account_hash) FROM s FULL OUTER JOIN AdapterShadowTotals t ON t.account_hash = s.account_hash
+		WHERE COALESCE(s.applied, 0) <> COALESCE(t.applied, 0) OR COALESCE(s.pd, 0) <> COALESCE(t.pending_debits, 0)
+		   OR COALESCE(s.pc, 0) <> COALESCE(t.pending_credits, 0) OR COALESCE(s.un, 0) <> COALESCE(t.unsettled, 0)`)
+	if err != nil {
+		return nil, fmt.Errorf("adapter: shadow totals drift: %w", err)
+	}
+	return out, nil
+}
