@@ -94,6 +94,21 @@ func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error 
 }
 
 func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
+	msgs, err := s.getN(ctx, queue, 1, []mq.Match{match})
+	if err != nil {
+		return nil, err
+	}
+	return msgs[0], nil
+}
+
+// GetBatch takes up to max messages selected by any of matches
+// (mq.BatchGetter): the first as Get takes it, the rest with basic.get
+// without waiting.
+func (s *session) GetBatch(ctx context.Context, queue string, max int, matches ...mq.Match) ([]*mq.Message, error) {
+	return s.getN(ctx, queue, mq.BatchMax(max), matches)
+}
+
+func (s *session) getN(ctx context.Context, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.channel("get", queue); err != nil {
@@ -102,19 +117,37 @@ func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Me
 	if err := s.c.exists("get", queue); err != nil {
 		return nil, err
 	}
-	if match == mq.Any {
-		if m, err := s.tryGet(queue, match); err != nil || m != nil {
-			return m, err
-		}
-		return s.consumeOne(ctx, queue)
+	anyMsg := len(matches) == 0
+	for _, m := range matches {
+		anyMsg = anyMsg || m == mq.Any
 	}
+	if anyMsg {
+		matches = nil
+		if ms, err := s.tryGet(queue, matches, n); err != nil || len(ms) > 0 {
+			return ms, err
+		}
+		m, err := s.consumeOne(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		out := []*mq.Message{m}
+		if n > 1 {
+			more, err := s.tryGet(queue, matches, n-1)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, more...)
+		}
+		return out, nil
+	}
+	// Filtered: basic.get polling, backing off 1 ms -> PollInterval.
 	pause := time.Millisecond
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
-		m, err := s.tryGet(queue, match)
-		if err != nil || m != nil {
-			return m, err
+		ms, err := s.tryGet(queue, matches, n)
+		if err != nil || len(ms) > 0 {
+			return ms, err
 		}
 		if ctx.Err() != nil {
 			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
@@ -187,10 +220,11 @@ func (s *session) consumeOne(ctx context.Context, queue string) (*mq.Message, er
 // maxScan bounds how many messages one filtered get passes over.
 const maxScan = 10000
 
-// tryGet takes the first matching message without waiting. Expired
+// tryGet takes up to n messages matching any of matches (none: every
+// message) without waiting, in queue order. Expired
 // messages it meets are acked (discarded); messages passed over by a
 // filtered get are nacked back with requeue.
-func (s *session) tryGet(queue string, match mq.Match) (*mq.Message, error) {
+func (s *session) tryGet(queue string, matches []mq.Match, n int) (out []*mq.Message, err error) {
 	ch, err := s.channel("get", queue)
 	if err != nil {
 		return nil, err
@@ -206,10 +240,10 @@ func (s *session) tryGet(queue string, match mq.Match) (*mq.Message, error) {
 	for scanned := 0; scanned < maxScan; scanned++ {
 		d, ok, err := ch.Get(queue, false)
 		if err != nil {
-			return nil, s.c.mapErr("get", queue, err)
+			return out, s.c.mapErr("get", queue, err)
 		}
 		if !ok {
-			return nil, nil
+			return out, nil
 		}
 		m, expired, warn := fromDelivery(&d, s.c.t.opts.Clock.Now())
 		if warn != nil {
@@ -217,19 +251,21 @@ func (s *session) tryGet(queue string, match mq.Match) (*mq.Message, error) {
 		}
 		if expired {
 			if err := ch.Ack(d.DeliveryTag, false); err != nil {
-				return nil, s.c.mapErr("get", queue, err)
+				return out, s.c.mapErr("get", queue, err)
 			}
 			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
 			continue
 		}
-		if !match.Matches(m) {
+		if !mq.AnyOf(m, matches) {
 			skipped = append(skipped, d.DeliveryTag)
 			continue
 		}
 		s.lastTag = max(s.lastTag, d.DeliveryTag)
-		return m, nil
+		if out = append(out, m); len(out) >= n {
+			return out, nil
+		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 func (s *session) Commit(ctx context.Context) error {
