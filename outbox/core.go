@@ -156,3 +156,21 @@ type CaseRequest struct {
 type CaseOpener interface {
 	OpenCase(ctx context.Context, req CaseRequest) (caseID string, err error)
 }
+
+// BatchCore is a Core that sends many postings at once: one unit of work
+// to the core and one wait for all their answers (corelink over MQ). The
+// outbox uses it when its Core has it; the postings of one batch are of
+// distinct accounts, each claimed by the caller, so per-account order and
+// the in-doubt protocol are unchanged.
+type BatchCore interface {
+	Core
+	// ApplyBatch applies ps; results[i] answers ps[i] with the errors
+	// Apply would return (typed the same way).
+	ApplyBatch(ctx context.Context, ps []Posting) []BatchResult
+}
+
+// BatchResult is one posting's answer in ApplyBatch.
+type BatchResult struct {
+	ApplyResult
+	Err error
+}
