@@ -110,17 +110,17 @@ type InDoubtError struct{ Cause error }
 func (e *InDoubtError) Error() string { return fmt.Sprintf("posting outcome unknown: %v", e.Cause) }
 func (e *InDoubtError) Unwrap() error { return e.Cause }
 
-// outcome classifies an Apply error.
-type outcome int
+// outcomeKind classifies an Apply error.
+type outcomeKind int
 
 const (
-	outApplied outcome = iota
+	outApplied outcomeKind = iota
 	outRefused
 	outNotSent
 	outInDoubt
 )
 
-func classify(err error) (outcome, *RefusedError) {
+func classify(err error) (outcomeKind, *RefusedError) {
 	if err == nil {
 		return outApplied, nil
 	}

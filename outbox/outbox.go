@@ -141,6 +141,18 @@ type Outbox struct {
 
 	mu     sync.Mutex
 	cursor string // the account (bank NUL account) the last pass served last
+
+	wake chan struct{} // Wake: a posting was queued (capacity 1)
+}
+
+// Wake tells Run that a posting was queued (call it after the commit of
+// the transaction that enqueued it): a sleeping Run starts a pass at once.
+// It never blocks; wake-ups while a pass runs collapse into one more pass.
+func (o *Outbox) Wake() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
 }
 
 // New returns an Outbox.
@@ -152,7 +164,8 @@ func New(cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, postings: cfg.Postings, clk: cfg.Clock, log: cfg.Logger,
-		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout}
+		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout,
+		wake: make(chan struct{}, 1)}
 	if o.clk == nil {
 		o.clk = clock.System{}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -20,7 +21,11 @@ type RunConfig struct {
 	Identity procid.Identity
 	// Worker names the loop in the claim owner (default "outbox").
 	Worker string
-	// Idle is the pause after a pass that found nothing to do (default 5ms).
+	// Idle is the longest sleep after a pass that found nothing to do
+	// (default 1s). A posting queued in this process wakes Run at once
+	// (Wake, after the enqueuing commit); Idle is how late Run notices one
+	// queued by another process on the same file, or a claim whose lease
+	// ran out. Run also wakes at the case-sweep pace.
 	Idle time.Duration
 	// Backoff is the pause after a pass that stopped because the core is
 	// offline or not answering, or that failed (default 100ms, at least
@@ -43,12 +48,11 @@ func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
 		cfg.Worker = "outbox"
 	}
 	if cfg.Idle <= 0 {
-		cfg.Idle = 5 * time.Millisecond
+		cfg.Idle = time.Second
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 100 * time.Millisecond
 	}
-	cfg.Backoff = max(cfg.Backoff, cfg.Idle)
 	if cfg.Accounts <= 0 {
 		cfg.Accounts = 64
 	}
@@ -112,18 +116,36 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 				o.log.WarnContext(ctx, "outbox.report_failed", "err", err.Error())
 			}
 		}
-		pause := cfg.Idle
 		switch {
 		case err != nil || res.Stopped:
-			pause = cfg.Backoff
+			if !clock.Sleep(ctx, cfg.Backoff) {
+				return nil
+			}
+			continue
 		case res.Claimed > 0:
 			continue
 		}
-		if !clock.Sleep(ctx, pause) {
-			break
+		// Nothing to do: sleep until a posting is queued here (Wake), the
+		// next case sweep, or Idle.
+		pause := min(cfg.Idle, cfg.CaseSweepEvery-o.clk.Now().Sub(lastCases))
+		if !o.sleep(ctx, max(pause, time.Millisecond)) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// sleep waits for d, a Wake or ctx's end (false).
+func (o *Outbox) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-o.wake:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // Pass is one fair round over the outbox, as Run does it: claims whose
@@ -175,6 +197,14 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 	if err != nil {
 		return res, err
 	}
+	if bc, ok := o.core.(BatchCore); ok && len(heads) > 1 {
+		cs, err := o.claimHeads(ctx, owner, heads)
+		if err != nil || len(cs) == 0 {
+			return res, err
+		}
+		_, err = o.sendBatch(ctx, bc, cs, &res)
+		return res, err
+	}
 	for _, h := range heads {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -194,6 +224,38 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		}
 	}
 	return res, nil
+}
+
+// claimHeads claims every claimable head in one write transaction (each
+// row by its own guarded UPDATE, as claimPicked does) and moves the turn
+// cursor past the last of them.
+func (o *Outbox) claimHeads(ctx context.Context, owner string, heads []head) ([]claim, error) {
+	var cs []claim
+	t := o.clk.Now()
+	err := o.db.Write(ctx, func(tx *store.Tx) error {
+		cs = cs[:0]
+		for _, h := range heads {
+			c, ok, err := o.claimTx(ctx, tx, t, Pending, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ? AND `+claimable, h.id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				cs = append(cs, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim a batch: %w", err)
+	}
+	o.mu.Lock()
+	o.cursor = heads[len(heads)-1].key
+	o.mu.Unlock()
+	for _, c := range cs {
+		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(Pending), "owner", owner)
+		failpoint.Hit("outbox.after-claim") // once per claim, as claimPicked: the chaos suite counts claims
+	}
+	return cs, nil
 }
 
 type head struct {
