@@ -39,7 +39,6 @@ type PostingBatchReporter interface {
 // reportBatch is how many rows one ReportMissing reads.
 const reportBatch = 100
 
-
 // ReportMissing tells the PostingReporter of every APPLIED or BLOCKED
 // posting whose current status it has not taken yet (reported_status is
 // not status, read on a partial index; a BLOCKED posting requeued and then
