@@ -297,7 +297,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond,
+	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: time.Second,
 		App: "zcgw serve " + n.ID.String()})
 	handlers := map[string]http.Handler{}
 	for _, bc := range cfg.Banks {
@@ -374,7 +374,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n.goLoop(func() {
 				// The outbox's own loop: it takes back at once what an earlier
 				// start of this node held, and releases its claims on Close.
-				err := b.Adapter.Outbox().Run(runCtx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
+				err := b.Adapter.Outbox().Run(runCtx, outbox.RunConfig{Identity: n.ID, Worker: "outbox"}) // woken by the adapter's commits
 				if err != nil {
 					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
 				}
@@ -447,7 +447,7 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 	// file) refuses the start, naming the holder. A holder that is an
 	// earlier start of this node, killed, is taken over at once once its
 	// process is gone; the short retry covers a process still exiting.
-	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
+	serve := coresim.ServeConfig{} // woken by the link's commits
 	for wait := time.Now().Add(2 * time.Second); ; {
 		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
 			break
