@@ -121,31 +121,35 @@ func (s *session) getN(ctx context.Context, queue string, n int, matches []mq.Ma
 	for _, m := range matches {
 		anyMsg = anyMsg || m == mq.Any
 	}
-	if anyMsg {
-		matches = nil
-		if ms, err := s.tryGet(queue, matches, n); err != nil || len(ms) > 0 {
+	if anyMsg && n == 1 {
+		if ms, err := s.tryGet(queue, nil, n); err != nil || len(ms) > 0 {
 			return ms, err
 		}
 		m, err := s.consumeOne(ctx, queue)
 		if err != nil {
 			return nil, err
 		}
-		out := []*mq.Message{m}
-		if n > 1 {
-			more, err := s.tryGet(queue, matches, n-1)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, more...)
-		}
-		return out, nil
+		return []*mq.Message{m}, nil
 	}
-	// Filtered: basic.get polling, backing off 1 ms -> PollInterval.
+	if anyMsg {
+		return s.consumeBatch(ctx, queue, n, nil)
+	}
+	// Filtered: basic.get polling, backing off 1 ms -> PollInterval; a
+	// batch is taken by a consumer that hands back what it does not want.
 	pause := time.Millisecond
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
-		ms, err := s.tryGet(queue, matches, n)
+		var ms []*mq.Message
+		var err error
+		if n > 1 {
+			ms, err = s.consumeBatch(ctx, queue, n, matches)
+			if mq.ReasonOf(err) == mq.ReasonNoMsgAvailable {
+				err = nil
+			}
+		} else {
+			ms, err = s.tryGet(queue, matches, n)
+		}
 		if err != nil || len(ms) > 0 {
 			return ms, err
 		}
@@ -215,6 +219,118 @@ func (s *session) consumeOne(ctx context.Context, queue string) (*mq.Message, er
 		s.lastTag = max(s.lastTag, got.DeliveryTag)
 		return m, nil
 	}
+}
+
+// skipRoom is how many deliveries a filtered batch get may hold that it
+// does not want (other requesters' replies) besides the n it wants.
+const skipRoom = 16
+
+// batchLinger is how long a batch get, once it has a message, waits for
+// the next delivery before it ends the batch.
+const batchLinger = 2 * time.Millisecond
+
+// consumeBatch takes up to n messages matching any of matches (none: every
+// message) with a consumer whose prefetch is n: the broker pushes what the
+// queue holds back to back, without a round trip per message. It waits
+// for the first until ctx is done; then takes deliveries until n are taken
+// or none came for batchLinger. Deliveries still in flight after the
+// consumer's cancel are kept too (the prefetch bounds them to n), so none
+// is handed back and counted as a backout. Deliveries that match nothing
+// are held (skipRoom more prefetch slots) and nacked back with requeue in
+// their order at the end (counted in their x-delivery-count, as a filtered
+// Get's pass does); when every slot holds one and nothing was taken it
+// returns none, and the caller looks again after a pause.
+func (s *session) consumeBatch(ctx context.Context, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
+	ch, err := s.channel("get", queue)
+	if err != nil {
+		return nil, err
+	}
+	prefetch := n
+	if len(matches) > 0 {
+		prefetch += skipRoom
+	}
+	if err := ch.Qos(prefetch, 0, false); err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	defer func() {
+		if !ch.IsClosed() {
+			_ = ch.Qos(1, 0, false)
+		}
+	}()
+	tag := "zcgw-get-" + mq.NewID().String()[:20]
+	deliveries, err := ch.Consume(queue, tag, false, false, false, false, nil)
+	if err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	var out []*mq.Message
+	var firstErr error
+	var skipped []uint64 // held until the end, then handed back in order
+	take := func(d amqp.Delivery) {
+		m, expired, warn := fromDelivery(&d, s.c.t.opts.Clock.Now())
+		if warn != nil {
+			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		}
+		if expired {
+			if err := ch.Ack(d.DeliveryTag, false); err != nil && firstErr == nil {
+				firstErr = s.c.mapErr("get", queue, err)
+			}
+			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+			return
+		}
+		if !mq.AnyOf(m, matches) {
+			skipped = append(skipped, d.DeliveryTag)
+			return
+		}
+		s.lastTag = max(s.lastTag, d.DeliveryTag)
+		out = append(out, m)
+	}
+	linger := time.NewTimer(time.Hour)
+	defer linger.Stop()
+wait:
+	for len(out) < n {
+		var quiet <-chan time.Time
+		if len(out) > 0 {
+			linger.Reset(batchLinger)
+			quiet = linger.C
+		}
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				break wait
+			}
+			// Every prefetch slot holds a message nobody here wants:
+			// nothing more will come.
+			if take(d); len(out) == 0 && len(skipped) >= prefetch {
+				break wait
+			}
+		case <-quiet:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	_ = ch.Cancel(tag, false) // on failure the channel is closed, which ends deliveries too
+	for d := range deliveries {
+		take(d)
+	}
+	for _, t := range skipped {
+		if err := ch.Nack(t, false, true); err != nil && firstErr == nil {
+			firstErr = s.c.mapErr("get", queue, err)
+		}
+	}
+	if firstErr != nil {
+		return out, firstErr
+	}
+	if len(out) == 0 {
+		if ctx.Err() != nil {
+			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
+		}
+		if len(skipped) > 0 {
+			return nil, nil
+		}
+		return nil, s.c.mapErr("get", queue, amqp.ErrClosed)
+	}
+	return out, nil
 }
 
 // maxScan bounds how many messages one filtered get passes over.
