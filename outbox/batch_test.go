@@ -220,3 +220,45 @@ func TestRunWakesOnEnqueue(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// While the core is offline a batch is tried once; then each retry probes
+// with a single posting, so an offline core does not cost a claim and a
+// release of every waiting posting every Backoff. Once a probe gets
+// through, the next pass is a batch again.
+func TestOfflineCoreIsProbedWithSinglePostings(t *testing.T) {
+	r, bc := batchRig(t, nil)
+	var ps []Posting
+	for a := range 8 {
+		ps = append(ps, post(fmt.Sprintf("O-%d", a), fmt.Sprintf("ACC%d", a), Credit, 1))
+	}
+	ids := r.enqueue(t, ps...)
+	r.core.mu.Lock()
+	r.core.offline = true
+	r.core.mu.Unlock()
+	ctx := context.Background()
+	if res, err := r.ob.Pass(ctx, RunConfig{}); err != nil || !res.Stopped || res.NotSent != 8 {
+		t.Fatalf("offline batch: %+v %v", res, err)
+	}
+	for range 3 {
+		if res, err := r.ob.Pass(ctx, RunConfig{}); err != nil || !res.Stopped || res.Claimed != 1 {
+			t.Fatalf("offline probe: %+v %v, want one posting claimed", res, err)
+		}
+	}
+	if n := len(r.stateLog(t, ids[0])); n > 1+2*4 {
+		t.Fatalf("%d state-log lines for a posting after 4 offline passes", n)
+	}
+	r.core.mu.Lock()
+	r.core.offline = false
+	r.core.mu.Unlock()
+	if res, err := r.ob.Pass(ctx, RunConfig{}); err != nil || res.Stopped || res.Applied != 8 {
+		t.Fatalf("probe back online: %+v %v", res, err)
+	}
+	if last := bc.batches[len(bc.batches)-1]; last != 8 || len(bc.batches) != 1 {
+		t.Fatalf("batches %v: want the offline batch of 8 and no other (the probe pass sends one by one)", bc.batches)
+	}
+	for _, p := range ps {
+		if n := r.core.timesApplied(p.Ref); n != 1 {
+			t.Fatalf("%s applied %d times", p.Ref, n)
+		}
+	}
+}

@@ -139,8 +139,9 @@ type Outbox struct {
 	postTO   time.Duration
 	recTO    time.Duration
 
-	mu     sync.Mutex
-	cursor string // the account (bank NUL account) the last pass served last
+	mu      sync.Mutex
+	cursor  string // the account (bank NUL account) the last pass served last
+	probing bool   // the last pass stopped (core offline or silent): send single postings until one gets through
 
 	wake chan struct{} // Wake: a posting was queued (capacity 1)
 }

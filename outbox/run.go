@@ -197,7 +197,18 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 	if err != nil {
 		return res, err
 	}
-	if bc, ok := o.core.(BatchCore); ok && len(heads) > 1 {
+	// After a pass that stopped on an offline or silent core, the next one
+	// probes with single postings (stopping at the first that fails again)
+	// instead of claiming and releasing a whole batch every Backoff.
+	o.mu.Lock()
+	probe := o.probing
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.probing = res.Stopped
+		o.mu.Unlock()
+	}()
+	if bc, ok := o.core.(BatchCore); ok && len(heads) > 1 && !probe {
 		cs, err := o.claimHeads(ctx, owner, heads)
 		if err != nil || len(cs) == 0 {
 			return res, err
