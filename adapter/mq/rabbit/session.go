@@ -205,20 +205,33 @@ func (s *session) consumeOne(ctx context.Context, queue string) (*mq.Message, er
 			}
 			return nil, s.c.mapErr("get", queue, amqp.ErrClosed)
 		}
-		m, expired, warn := fromDelivery(got, s.c.t.opts.Clock.Now())
-		if warn != nil {
-			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		m, err := s.live(ch, queue, got)
+		if err != nil {
+			return nil, err
 		}
-		if expired {
-			if err := ch.Ack(got.DeliveryTag, false); err != nil {
-				return nil, s.c.mapErr("get", queue, err)
-			}
-			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+		if m == nil {
 			continue
 		}
 		s.lastTag = max(s.lastTag, got.DeliveryTag)
 		return m, nil
 	}
+}
+
+// live reads a delivery; an expired one is acked away (discarded) and
+// reported as nil.
+func (s *session) live(ch *amqp.Channel, queue string, d *amqp.Delivery) (*mq.Message, error) {
+	m, expired, warn := fromDelivery(d, s.c.t.opts.Clock.Now())
+	if warn != nil {
+		s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+	}
+	if !expired {
+		return m, nil
+	}
+	if err := ch.Ack(d.DeliveryTag, false); err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+	return nil, nil
 }
 
 // skipRoom is how many deliveries a filtered batch get may hold that it
@@ -266,15 +279,11 @@ func (s *session) consumeBatch(ctx context.Context, queue string, n int, matches
 	var firstErr error
 	var skipped []uint64 // held until the end, then handed back in order
 	take := func(d amqp.Delivery) {
-		m, expired, warn := fromDelivery(&d, s.c.t.opts.Clock.Now())
-		if warn != nil {
-			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		m, err := s.live(ch, queue, &d)
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
-		if expired {
-			if err := ch.Ack(d.DeliveryTag, false); err != nil && firstErr == nil {
-				firstErr = s.c.mapErr("get", queue, err)
-			}
-			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+		if m == nil {
 			return
 		}
 		if !mq.AnyOf(m, matches) {
@@ -361,15 +370,11 @@ func (s *session) tryGet(queue string, matches []mq.Match, n int) (out []*mq.Mes
 		if !ok {
 			return out, nil
 		}
-		m, expired, warn := fromDelivery(&d, s.c.t.opts.Clock.Now())
-		if warn != nil {
-			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		m, err := s.live(ch, queue, &d)
+		if err != nil {
+			return out, err
 		}
-		if expired {
-			if err := ch.Ack(d.DeliveryTag, false); err != nil {
-				return out, s.c.mapErr("get", queue, err)
-			}
-			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+		if m == nil {
 			continue
 		}
 		if !mq.AnyOf(m, matches) {
