@@ -143,17 +143,21 @@ type Outbox struct {
 	cursor  string // the account (bank NUL account) the last pass served last
 	probing bool   // the last pass stopped (core offline or silent): send single postings until one gets through
 
-	wake chan struct{} // Wake: a posting was queued (capacity 1)
+	wakeMu    sync.Mutex
+	wakeSeq   uint64        // Wake calls so far
+	wakeCh    chan struct{} // closed by the next Wake
+	reporting sync.Mutex    // held by the Run loop that is reporting
 }
 
 // Wake tells Run that a posting was queued (call it after the commit of
-// the transaction that enqueued it): a sleeping Run starts a pass at once.
-// It never blocks; wake-ups while a pass runs collapse into one more pass.
+// the transaction that enqueued it): Run's sleeping loops start a pass at
+// once, and a loop whose pass was running makes one more. It never blocks.
 func (o *Outbox) Wake() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+	o.wakeMu.Lock()
+	o.wakeSeq++
+	close(o.wakeCh)
+	o.wakeCh = make(chan struct{})
+	o.wakeMu.Unlock()
 }
 
 // New returns an Outbox.
@@ -166,7 +170,7 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, postings: cfg.Postings, clk: cfg.Clock, log: cfg.Logger,
 		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout,
-		wake: make(chan struct{}, 1)}
+		wakeCh: make(chan struct{})}
 	if o.clk == nil {
 		o.clk = clock.System{}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -38,6 +39,11 @@ type RunConfig struct {
 	// CaseSweepEvery is how often Run opens the Cases a crash left
 	// unopened (default 1s).
 	CaseSweepEvery time.Duration
+	// Pipeline is how many passes Run keeps going at once (default 2):
+	// while one batch waits for the core's replies the next is claimed and
+	// sent (of other accounts: an account's head in flight is not
+	// claimable). 1: one pass at a time.
+	Pipeline int
 }
 
 func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
@@ -58,6 +64,9 @@ func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
 	}
 	if cfg.CaseSweepEvery <= 0 {
 		cfg.CaseSweepEvery = time.Second
+	}
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = 2
 	}
 	return cfg
 }
@@ -95,57 +104,95 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 			return nil
 		}
 	}
+	var wg sync.WaitGroup
+	for range cfg.Pipeline - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.passLoop(ctx, cfg, owner, false)
+		}()
+	}
+	o.passLoop(ctx, cfg, owner, true)
+	wg.Wait()
+	return nil
+}
+
+// passLoop repeats passes until ctx is done; the lead loop also sweeps for
+// missing Cases and unreported postings at the case-sweep pace.
+func (o *Outbox) passLoop(ctx context.Context, cfg RunConfig, owner string, lead bool) {
 	var lastCases time.Time
 	for ctx.Err() == nil {
 		sweep := false
-		if now := o.clk.Now(); now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases) {
+		if now := o.clk.Now(); lead && (now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases)) {
 			lastCases, sweep = now, true
 			if _, err := o.OpenMissingCases(ctx); err != nil && ctx.Err() == nil {
 				o.log.WarnContext(ctx, "outbox.case_sweep_failed", "err", err.Error())
 			}
 		}
+		woken := o.wakes()
 		res, err := o.pass(ctx, owner, cfg.Accounts)
 		if err != nil && ctx.Err() == nil {
 			o.log.ErrorContext(ctx, "outbox.pass_failed", "err", err.Error())
 		}
 		// Final statuses are reported as soon as a pass produced some, and
 		// at the sweep's pace for those a failed report or another path
-		// (an overnight result file, an operator) left behind.
-		if sweep || res.Applied+res.Blocked > 0 {
+		// (an overnight result file, an operator) left behind. One loop
+		// reports at a time; what another loop skips the next report takes.
+		if (sweep || res.Applied+res.Blocked > 0) && o.reporting.TryLock() {
 			if _, err := o.ReportMissing(ctx); err != nil && ctx.Err() == nil {
 				o.log.WarnContext(ctx, "outbox.report_failed", "err", err.Error())
 			}
+			o.reporting.Unlock()
 		}
 		switch {
 		case err != nil || res.Stopped:
 			if !clock.Sleep(ctx, cfg.Backoff) {
-				return nil
+				return
 			}
 			continue
 		case res.Claimed > 0:
+			// The accounts it served may have their next postings
+			// claimable now: a sleeping loop of this Run takes them.
+			o.Wake()
 			continue
 		}
-		// Nothing to do: sleep until a posting is queued here (Wake), the
-		// next case sweep, or Idle.
-		pause := min(cfg.Idle, cfg.CaseSweepEvery-o.clk.Now().Sub(lastCases))
-		if !o.sleep(ctx, max(pause, time.Millisecond)) {
-			return nil
+		// Nothing to do: sleep until a posting is queued here (Wake, also
+		// one that came during the pass), the next case sweep, or Idle.
+		pause := cfg.Idle
+		if lead {
+			pause = min(pause, cfg.CaseSweepEvery-o.clk.Now().Sub(lastCases))
+		}
+		if !o.sleep(ctx, woken, max(pause, time.Millisecond)) {
+			return
 		}
 	}
-	return nil
 }
 
-// sleep waits for d, a Wake or ctx's end (false).
-func (o *Outbox) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits for d, a Wake after the one numbered seen, or ctx's end
+// (false).
+func (o *Outbox) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
+	o.wakeMu.Lock()
+	seq, ch := o.wakeSeq, o.wakeCh
+	o.wakeMu.Unlock()
+	if seq != seen {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-o.wake:
+	case <-ch:
 	case <-ctx.Done():
 		return false
 	}
 	return true
+}
+
+// wakes is the number of Wake calls so far.
+func (o *Outbox) wakes() uint64 {
+	o.wakeMu.Lock()
+	defer o.wakeMu.Unlock()
+	return o.wakeSeq
 }
 
 // Pass is one fair round over the outbox, as Run does it: claims whose
