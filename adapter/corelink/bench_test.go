@@ -95,12 +95,15 @@ func (c *timedCore) ApplyBatch(ctx context.Context, ps []outbox.Posting) []outbo
 // most one posting of each account (RunConfig.Accounts, 64, per batch).
 const benchAccounts = 256
 
+// benchBatch is the outbox's batch bound in the benchmark (RunConfig.Accounts).
+const benchBatch = 64
+
 // benchDrain enqueues b.N credit postings over benchAccounts accounts and
 // drains them with one outbox.Run loop (as the node runs it) through the
 // transport to a simulated core serving its queue: claim batch (commit),
 // request batch (one MQ unit), core batch (one core commit, replies in one
 // unit), replies got together, outcomes (commit).
-func benchDrain(b *testing.B, w *world) {
+func benchDrain(b *testing.B, w *world, pipeline int) {
 	ctx := context.Background()
 	for a := 0; a < benchAccounts; a++ {
 		w.open(b, fmt.Sprintf("001-1-%07d", a+1), "ﾃｽﾄ", 0)
@@ -118,7 +121,7 @@ func benchDrain(b *testing.B, w *world) {
 	start := time.Now()
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- ob.Run(rctx, outbox.RunConfig{}) }()
+	go func() { done <- ob.Run(rctx, outbox.RunConfig{Pipeline: pipeline, Accounts: benchBatch}) }()
 	ob.Wake()
 	for {
 		c, err := ob.Counts(ctx)
@@ -131,7 +134,7 @@ func benchDrain(b *testing.B, w *world) {
 		if c[outbox.Blocked]+c[outbox.InDoubt] > 0 {
 			b.Fatalf("not applied: %v", c)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	el := time.Since(start)
 	b.StopTimer()
@@ -157,13 +160,19 @@ func benchDrain(b *testing.B, w *world) {
 // request/reply over the embedded transport, core posting, outbox record),
 // a batch at every hop.
 func BenchmarkDrainEmbedded(b *testing.B) {
-	benchDrain(b, newWorld(b, 10*time.Second))
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("pipeline=%d", p), func(b *testing.B) { benchDrain(b, newWorld(b, 10*time.Second), p) })
+	}
 }
 
 // BenchmarkDrainRabbit is BenchmarkDrainEmbedded over RabbitMQ.
 func BenchmarkDrainRabbit(b *testing.B) {
 	tr := rabbitOrSkip(b)
-	benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".B%d", time.Now().UnixNano())))
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("pipeline=%d", p), func(b *testing.B) {
+			benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".B%d", time.Now().UnixNano())), p)
+		})
+	}
 }
 
 // benchRaw measures the transport alone: put+commit then get+commit of a
