@@ -133,6 +133,9 @@ func (a *Adapter) SettleDrift(ctx context.Context, driftID, how, operator, note 
 		}
 		return a.audit(ctx, tx, "DRIFT_RESOLVED", "", "", string(payload))
 	})
+	if err == nil && out.Ref != "" {
+		a.ob.Wake() // the adjusting posting is committed: the outbox sends it now
+	}
 	if err == nil && !out.Already {
 		a.log.InfoContext(ctx, "adapter.drift_settled", "drift_id", driftID, "how", how, "drift", out.Drift.Drift,
 			"posting_ref", out.Ref, "case_id", out.CaseID)

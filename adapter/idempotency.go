@@ -86,6 +86,10 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 	failpoint.Hit("adapter.after-record")
 	if replay {
 		a.log.InfoContext(ctx, "adapter.replay", "command", command, "request_id", requestID)
+	} else {
+		// Whatever fn queued in the outbox is committed now: wake its loop
+		// (a command that queued nothing costs it one look).
+		a.ob.Wake()
 	}
 	return out, nil
 }

@@ -110,17 +110,17 @@ type InDoubtError struct{ Cause error }
 func (e *InDoubtError) Error() string { return fmt.Sprintf("posting outcome unknown: %v", e.Cause) }
 func (e *InDoubtError) Unwrap() error { return e.Cause }
 
-// outcome classifies an Apply error.
-type outcome int
+// outcomeKind classifies an Apply error.
+type outcomeKind int
 
 const (
-	outApplied outcome = iota
+	outApplied outcomeKind = iota
 	outRefused
 	outNotSent
 	outInDoubt
 )
 
-func classify(err error) (outcome, *RefusedError) {
+func classify(err error) (outcomeKind, *RefusedError) {
 	if err == nil {
 		return outApplied, nil
 	}
@@ -155,4 +155,22 @@ type CaseRequest struct {
 // CaseOpener opens a real Case (wired to coordinator/cases).
 type CaseOpener interface {
 	OpenCase(ctx context.Context, req CaseRequest) (caseID string, err error)
+}
+
+// BatchCore is a Core that sends many postings at once: one unit of work
+// to the core and one wait for all their answers (corelink over MQ). The
+// outbox uses it when its Core has it; the postings of one batch are of
+// distinct accounts, each claimed by the caller, so per-account order and
+// the in-doubt protocol are unchanged.
+type BatchCore interface {
+	Core
+	// ApplyBatch applies ps; results[i] answers ps[i] with the errors
+	// Apply would return (typed the same way).
+	ApplyBatch(ctx context.Context, ps []Posting) []BatchResult
+}
+
+// BatchResult is one posting's answer in ApplyBatch.
+type BatchResult struct {
+	ApplyResult
+	Err error
 }

@@ -74,25 +74,11 @@ func (o *Outbox) claimOne(ctx context.Context, from Status) (c claim, ok bool, e
 // (claim_until). The UPDATE both picks and guards the row, so two claimers
 // can never win the same row.
 func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick string, args ...any) (c claim, ok bool, err error) {
-	c.token = newToken()
 	t := o.clk.Now()
-	now, at, until := clock.Stamp(t), sortableStamp(t), sortableStamp(t.Add(o.lease))
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
-		var kind, route string
-		row := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox
-			SET status = 'CLAIMED', claim_token = ?, claimed_at = ?, claim_owner = ?, claim_until = ?, updated_at = ?
-			WHERE id = (`+pick+`) AND status = ?
-			RETURNING `+claimedCols, append(append([]any{c.token, at, owner, until, now}, args...), string(from))...)
-		err := row.Scan(&c.id, &c.p.Ref, &c.p.TxID, &c.p.Bank, &c.p.Account, &kind, &c.p.Amount, &c.p.ReversalOf, &route)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		c.p.Kind, c.p.Route = Kind(kind), Route(route)
-		ok = true
-		return o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref, "owner": owner})
+		var err error
+		c, ok, err = o.claimTx(ctx, tx, t, from, owner, pick, args...)
+		return err
 	})
 	if err != nil {
 		return c, false, fmt.Errorf("outbox: claim: %w", err)
@@ -102,6 +88,26 @@ func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick strin
 		failpoint.Hit("outbox.after-claim")
 	}
 	return c, ok, nil
+}
+
+// claimTx is claimPicked's guarded UPDATE and state-log line, in tx.
+func (o *Outbox) claimTx(ctx context.Context, tx *store.Tx, t time.Time, from Status, owner, pick string, args ...any) (c claim, ok bool, err error) {
+	c.token = newToken()
+	now, at, until := clock.Stamp(t), sortableStamp(t), sortableStamp(t.Add(o.lease))
+	var kind, route string
+	row := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox
+		SET status = 'CLAIMED', claim_token = ?, claimed_at = ?, claim_owner = ?, claim_until = ?, updated_at = ?
+		WHERE id = (`+pick+`) AND status = ?
+		RETURNING `+claimedCols, append(append([]any{c.token, at, owner, until, now}, args...), string(from))...)
+	err = row.Scan(&c.id, &c.p.Ref, &c.p.TxID, &c.p.Bank, &c.p.Account, &kind, &c.p.Amount, &c.p.ReversalOf, &route)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, err
+	}
+	c.p.Kind, c.p.Route = Kind(kind), Route(route)
+	return c, true, o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref, "owner": owner})
 }
 
 // detached is the context an outcome is recorded in: not the caller's, so a
@@ -124,31 +130,10 @@ func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, 
 	ctx, cancel := o.detached(ctx)
 	defer cancel()
 	t := o.clk.Now()
-	now := clock.Stamp(t)
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
-		var applied, caseTok, caseAt any
-		if to == Applied {
-			applied = now
-		}
-		if to == Blocked {
-			caseTok, caseAt = c.token, sortableStamp(t)
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, claim_token = NULL, claimed_at = NULL,
-			claim_owner = NULL, claim_until = NULL, updated_at = ?, sends = sends + ?, lookups = lookups + ?,
-			reason_code = COALESCE(?, reason_code), last_error = ?, core_ref = COALESCE(?, core_ref),
-			applied_at = COALESCE(?, applied_at),
-			case_token = COALESCE(?, case_token), case_claimed_at = COALESCE(?, case_claimed_at)
-			WHERE id = ? AND status = 'CLAIMED' AND claim_token = ?`,
-			string(to), now, b2i(sent), b2i(looked), nullStr(reason), nullStr(lastErr), nullStr(coreRef),
-			applied, caseTok, caseAt, c.id, c.token)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			fenced = true
-			return nil
-		}
-		return o.stateLog(ctx, tx, c.id, event, Claimed, to, reason, o.actor, map[string]any{"ref": c.p.Ref, "txid": c.p.TxID})
+		var err error
+		fenced, err = o.finishTx(ctx, tx, t, c, to, event, reason, lastErr, coreRef, sent, looked)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("outbox: record %s for %d: %w", to, c.id, err)
@@ -157,6 +142,34 @@ func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, 
 		o.log.WarnContext(ctx, "outbox.fenced", "id", c.id, "ref", c.p.Ref, "outcome", string(to))
 	}
 	return fenced, nil
+}
+
+// finishTx is finish's guarded UPDATE and state-log line, in tx.
+func (o *Outbox) finishTx(ctx context.Context, tx *store.Tx, t time.Time, c claim, to Status, event, reason, lastErr, coreRef string,
+	sent, looked bool) (fenced bool, err error) {
+	now := clock.Stamp(t)
+	var applied, caseTok, caseAt any
+	if to == Applied {
+		applied = now
+	}
+	if to == Blocked {
+		caseTok, caseAt = c.token, sortableStamp(t)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, claim_token = NULL, claimed_at = NULL,
+		claim_owner = NULL, claim_until = NULL, updated_at = ?, sends = sends + ?, lookups = lookups + ?,
+		reason_code = COALESCE(?, reason_code), last_error = ?, core_ref = COALESCE(?, core_ref),
+		applied_at = COALESCE(?, applied_at),
+		case_token = COALESCE(?, case_token), case_claimed_at = COALESCE(?, case_claimed_at)
+		WHERE id = ? AND status = 'CLAIMED' AND claim_token = ?`,
+		string(to), now, b2i(sent), b2i(looked), nullStr(reason), nullStr(lastErr), nullStr(coreRef),
+		applied, caseTok, caseAt, c.id, c.token)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return true, nil
+	}
+	return false, o.stateLog(ctx, tx, c.id, event, Claimed, to, reason, o.actor, map[string]any{"ref": c.p.Ref, "txid": c.p.TxID})
 }
 
 // Drain sends up to limit claimable postings, one claim at a time. It
@@ -229,42 +242,110 @@ func (o *Outbox) resolveClaimed(ctx context.Context, c claim, res *DrainResult) 
 
 // send hands a claimed posting to the core and records the outcome.
 func (o *Outbox) send(ctx context.Context, c claim, looked bool) (DrainResult, error) {
-	var res DrainResult
 	ar, err := o.core.Apply(ctx, c.p)
-	kind, refused := classify(err)
-	var fenced bool
-	var ferr error
-	switch kind {
-	case outApplied:
-		fenced, ferr = o.finish(ctx, c, Applied, "OutboxApplied", "", "", ar.CoreRef, true, looked)
-		if ferr == nil && !fenced {
-			res.Applied++
-			o.log.InfoContext(ctx, "outbox.apply", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "core_ref", ar.CoreRef)
-		}
-	case outRefused:
-		fenced, ferr = o.finish(ctx, c, Blocked, "OutboxBlocked", refused.ReasonCode, refused.Message, "", true, looked)
-		if ferr == nil && !fenced {
-			res.Blocked++
-			o.log.WarnContext(ctx, "outbox.blocked", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "reason_code", refused.ReasonCode)
-			o.openCase(ctx, c.id, c.token, c.p, refused.ReasonCode, refused.Message)
-		}
-	case outNotSent:
-		fenced, ferr = o.finish(ctx, c, Pending, "OutboxNotSent", "", err.Error(), "", false, looked)
-		if ferr == nil && !fenced {
-			res.NotSent++
-			o.log.InfoContext(ctx, "outbox.not_sent", "id", c.id, "ref", c.p.Ref, "err", err.Error())
-		}
-	default:
-		fenced, ferr = o.finish(ctx, c, InDoubt, "OutboxInDoubt", "", err.Error(), "", true, looked)
-		if ferr == nil && !fenced {
-			res.InDoubt++
-			o.log.WarnContext(ctx, "outbox.in_doubt", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "err", err.Error())
-		}
-	}
-	if fenced {
-		res.Fenced++
+	oc := outcomeOf(c, ar, err, looked)
+	fenced, ferr := o.finish(ctx, c, oc.to, oc.event, oc.reason, oc.lastErr, oc.coreRef, oc.sent, looked)
+	var res DrainResult
+	if ferr == nil {
+		o.recorded(ctx, c, oc, fenced, &res)
 	}
 	return res, ferr
+}
+
+// outcome is how a claim's Apply answer is recorded.
+type outcome struct {
+	kind                                  outcomeKind
+	to                                    Status
+	event, reason, lastErr, coreRef, note string
+	sent                                  bool
+	refused                               *RefusedError
+}
+
+func outcomeOf(c claim, ar ApplyResult, err error, looked bool) outcome {
+	kind, refused := classify(err)
+	switch kind {
+	case outApplied:
+		return outcome{kind: kind, to: Applied, event: "OutboxApplied", coreRef: ar.CoreRef, sent: true}
+	case outRefused:
+		return outcome{kind: kind, to: Blocked, event: "OutboxBlocked", reason: refused.ReasonCode, lastErr: refused.Message,
+			sent: true, refused: refused}
+	case outNotSent:
+		return outcome{kind: kind, to: Pending, event: "OutboxNotSent", lastErr: err.Error()}
+	}
+	return outcome{kind: kind, to: InDoubt, event: "OutboxInDoubt", lastErr: err.Error(), sent: true}
+}
+
+// recorded counts and logs an outcome whose record committed, and opens
+// the Case of a refusal.
+func (o *Outbox) recorded(ctx context.Context, c claim, oc outcome, fenced bool, res *DrainResult) {
+	if fenced {
+		res.Fenced++
+		return
+	}
+	switch oc.kind {
+	case outApplied:
+		res.Applied++
+		o.log.InfoContext(ctx, "outbox.apply", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "core_ref", oc.coreRef)
+	case outRefused:
+		res.Blocked++
+		o.log.WarnContext(ctx, "outbox.blocked", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "reason_code", oc.reason)
+		o.openCase(ctx, c.id, c.token, c.p, oc.reason, oc.refused.Message)
+	case outNotSent:
+		res.NotSent++
+		o.log.InfoContext(ctx, "outbox.not_sent", "id", c.id, "ref", c.p.Ref, "err", oc.lastErr)
+	default:
+		res.InDoubt++
+		o.log.WarnContext(ctx, "outbox.in_doubt", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "err", oc.lastErr)
+	}
+}
+
+// sendBatch hands claimed postings (of distinct accounts) to a BatchCore
+// in one go and records every outcome in one write transaction (each
+// row's UPDATE fenced by its own claim token, as finish does). stop is
+// true when the core is offline or not answering.
+func (o *Outbox) sendBatch(ctx context.Context, bc BatchCore, cs []claim, res *DrainResult) (stop bool, err error) {
+	res.Claimed += len(cs)
+	ps := make([]Posting, len(cs))
+	for i, c := range cs {
+		ps[i] = c.p
+	}
+	wctx, cancel := o.work(ctx)
+	answers := bc.ApplyBatch(wctx, ps)
+	cancel()
+	ocs := make([]outcome, len(cs))
+	for i, c := range cs {
+		ocs[i] = outcomeOf(c, answers[i].ApplyResult, answers[i].Err, false)
+	}
+	rctx, rcancel := o.detached(ctx)
+	defer rcancel()
+	fenced := make([]bool, len(cs))
+	t := o.clk.Now()
+	err = o.db.Write(rctx, func(tx *store.Tx) error {
+		for i, c := range cs {
+			oc := ocs[i]
+			var err error
+			if fenced[i], err = o.finishTx(rctx, tx, t, c, oc.to, oc.event, oc.reason, oc.lastErr, oc.coreRef, oc.sent, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return true, fmt.Errorf("outbox: record a batch of %d outcomes: %w", len(cs), err)
+	}
+	for i, c := range cs {
+		if fenced[i] {
+			o.log.WarnContext(rctx, "outbox.fenced", "id", c.id, "ref", c.p.Ref, "outcome", string(ocs[i].to))
+		}
+		o.recorded(rctx, c, ocs[i], fenced[i], res)
+	}
+	for _, oc := range ocs {
+		if oc.kind == outNotSent || oc.kind == outInDoubt {
+			res.Stopped, res.StopNote = true, "core offline or not answering"
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // sortableStamp is a fixed-width UTC instant for the columns this package

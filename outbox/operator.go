@@ -63,6 +63,8 @@ func (o *Outbox) operatorMove(ctx context.Context, id int64, operator, reason st
 	ev := "outbox.requeue"
 	if to == WrittenOff {
 		ev = "outbox.write_off"
+	} else {
+		o.Wake()
 	}
 	o.log.InfoContext(ctx, ev, "id", id, "operator", operator, "reason", reason)
 	return nil

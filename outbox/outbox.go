@@ -139,8 +139,25 @@ type Outbox struct {
 	postTO   time.Duration
 	recTO    time.Duration
 
-	mu     sync.Mutex
-	cursor string // the account (bank NUL account) the last pass served last
+	mu      sync.Mutex
+	cursor  string // the account (bank NUL account) the last pass served last
+	probing bool   // the last pass stopped (core offline or silent): send single postings until one gets through
+
+	wakeMu    sync.Mutex
+	wakeSeq   uint64        // Wake calls so far
+	wakeCh    chan struct{} // closed by the next Wake
+	reporting sync.Mutex    // held by the Run loop that is reporting
+}
+
+// Wake tells Run that a posting was queued (call it after the commit of
+// the transaction that enqueued it): Run's sleeping loops start a pass at
+// once, and a loop whose pass was running makes one more. It never blocks.
+func (o *Outbox) Wake() {
+	o.wakeMu.Lock()
+	o.wakeSeq++
+	close(o.wakeCh)
+	o.wakeCh = make(chan struct{})
+	o.wakeMu.Unlock()
 }
 
 // New returns an Outbox.
@@ -152,7 +169,8 @@ func New(cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o := &Outbox{db: cfg.DB, core: cfg.Core, cases: cfg.Cases, postings: cfg.Postings, clk: cfg.Clock, log: cfg.Logger,
-		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout}
+		actor: cfg.Actor, caseWait: cfg.CaseRetryAfter, lease: cfg.Lease, postTO: cfg.PostingTimeout, recTO: cfg.RecordTimeout,
+		wakeCh: make(chan struct{})}
 	if o.clk == nil {
 		o.clk = clock.System{}
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -20,7 +22,11 @@ type RunConfig struct {
 	Identity procid.Identity
 	// Worker names the loop in the claim owner (default "outbox").
 	Worker string
-	// Idle is the pause after a pass that found nothing to do (default 5ms).
+	// Idle is the longest sleep after a pass that found nothing to do
+	// (default 1s). A posting queued in this process wakes Run at once
+	// (Wake, after the enqueuing commit); Idle is how late Run notices one
+	// queued by another process on the same file, or a claim whose lease
+	// ran out. Run also wakes at the case-sweep pace.
 	Idle time.Duration
 	// Backoff is the pause after a pass that stopped because the core is
 	// offline or not answering, or that failed (default 100ms, at least
@@ -33,6 +39,11 @@ type RunConfig struct {
 	// CaseSweepEvery is how often Run opens the Cases a crash left
 	// unopened (default 1s).
 	CaseSweepEvery time.Duration
+	// Pipeline is how many passes Run keeps going at once (default 2):
+	// while one batch waits for the core's replies the next is claimed and
+	// sent (of other accounts: an account's head in flight is not
+	// claimable). 1: one pass at a time.
+	Pipeline int
 }
 
 func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
@@ -43,17 +54,19 @@ func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
 		cfg.Worker = "outbox"
 	}
 	if cfg.Idle <= 0 {
-		cfg.Idle = 5 * time.Millisecond
+		cfg.Idle = time.Second
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 100 * time.Millisecond
 	}
-	cfg.Backoff = max(cfg.Backoff, cfg.Idle)
 	if cfg.Accounts <= 0 {
 		cfg.Accounts = 64
 	}
 	if cfg.CaseSweepEvery <= 0 {
 		cfg.CaseSweepEvery = time.Second
+	}
+	if cfg.Pipeline <= 0 {
+		cfg.Pipeline = 2
 	}
 	return cfg
 }
@@ -91,39 +104,95 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 			return nil
 		}
 	}
+	var wg sync.WaitGroup
+	for range cfg.Pipeline - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.passLoop(ctx, cfg, owner, false)
+		}()
+	}
+	o.passLoop(ctx, cfg, owner, true)
+	wg.Wait()
+	return nil
+}
+
+// passLoop repeats passes until ctx is done; the lead loop also sweeps for
+// missing Cases and unreported postings at the case-sweep pace.
+func (o *Outbox) passLoop(ctx context.Context, cfg RunConfig, owner string, lead bool) {
 	var lastCases time.Time
 	for ctx.Err() == nil {
 		sweep := false
-		if now := o.clk.Now(); now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases) {
+		if now := o.clk.Now(); lead && (now.Sub(lastCases) >= cfg.CaseSweepEvery || now.Before(lastCases)) {
 			lastCases, sweep = now, true
 			if _, err := o.OpenMissingCases(ctx); err != nil && ctx.Err() == nil {
 				o.log.WarnContext(ctx, "outbox.case_sweep_failed", "err", err.Error())
 			}
 		}
+		woken := o.wakes()
 		res, err := o.pass(ctx, owner, cfg.Accounts)
 		if err != nil && ctx.Err() == nil {
 			o.log.ErrorContext(ctx, "outbox.pass_failed", "err", err.Error())
 		}
 		// Final statuses are reported as soon as a pass produced some, and
 		// at the sweep's pace for those a failed report or another path
-		// (an overnight result file, an operator) left behind.
-		if sweep || res.Applied+res.Blocked > 0 {
+		// (an overnight result file, an operator) left behind. One loop
+		// reports at a time; what another loop skips the next report takes.
+		if (sweep || res.Applied+res.Blocked > 0) && o.reporting.TryLock() {
 			if _, err := o.ReportMissing(ctx); err != nil && ctx.Err() == nil {
 				o.log.WarnContext(ctx, "outbox.report_failed", "err", err.Error())
 			}
+			o.reporting.Unlock()
 		}
-		pause := cfg.Idle
 		switch {
 		case err != nil || res.Stopped:
-			pause = cfg.Backoff
+			if !clock.Sleep(ctx, cfg.Backoff) {
+				return
+			}
+			continue
 		case res.Claimed > 0:
+			// The accounts it served may have their next postings
+			// claimable now: a sleeping loop of this Run takes them.
+			o.Wake()
 			continue
 		}
-		if !clock.Sleep(ctx, pause) {
-			break
+		// Nothing to do: sleep until a posting is queued here (Wake, also
+		// one that came during the pass), the next case sweep, or Idle.
+		pause := cfg.Idle
+		if lead {
+			pause = min(pause, cfg.CaseSweepEvery-o.clk.Now().Sub(lastCases))
+		}
+		if !o.sleep(ctx, woken, max(pause, time.Millisecond)) {
+			return
 		}
 	}
-	return nil
+}
+
+// sleep waits for d, a Wake after the one numbered seen, or ctx's end
+// (false).
+func (o *Outbox) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
+	o.wakeMu.Lock()
+	seq, ch := o.wakeSeq, o.wakeCh
+	o.wakeMu.Unlock()
+	if seq != seen {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ch:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// wakes is the number of Wake calls so far.
+func (o *Outbox) wakes() uint64 {
+	o.wakeMu.Lock()
+	defer o.wakeMu.Unlock()
+	return o.wakeSeq
 }
 
 // Pass is one fair round over the outbox, as Run does it: claims whose
@@ -175,6 +244,25 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 	if err != nil {
 		return res, err
 	}
+	// After a pass that stopped on an offline or silent core, the next one
+	// probes with single postings (stopping at the first that fails again)
+	// instead of claiming and releasing a whole batch every Backoff.
+	o.mu.Lock()
+	probe := o.probing
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.probing = res.Stopped
+		o.mu.Unlock()
+	}()
+	if bc, ok := o.core.(BatchCore); ok && len(heads) > 1 && !probe {
+		cs, err := o.claimHeads(ctx, owner, heads)
+		if err != nil || len(cs) == 0 {
+			return res, err
+		}
+		_, err = o.sendBatch(ctx, bc, cs, &res)
+		return res, err
+	}
 	for _, h := range heads {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -194,6 +282,38 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		}
 	}
 	return res, nil
+}
+
+// claimHeads claims every claimable head in one write transaction (each
+// row by its own guarded UPDATE, as claimPicked does) and moves the turn
+// cursor past the last of them.
+func (o *Outbox) claimHeads(ctx context.Context, owner string, heads []head) ([]claim, error) {
+	var cs []claim
+	t := o.clk.Now()
+	err := o.db.Write(ctx, func(tx *store.Tx) error {
+		cs = cs[:0]
+		for _, h := range heads {
+			c, ok, err := o.claimTx(ctx, tx, t, Pending, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ? AND `+claimable, h.id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				cs = append(cs, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim a batch: %w", err)
+	}
+	o.mu.Lock()
+	o.cursor = heads[len(heads)-1].key
+	o.mu.Unlock()
+	for _, c := range cs {
+		o.log.InfoContext(ctx, "outbox.claim", "id", c.id, "ref", c.p.Ref, "txid", c.p.TxID, "from", string(Pending), "owner", owner)
+		failpoint.Hit("outbox.after-claim") // once per claim, as claimPicked: the chaos suite counts claims
+	}
+	return cs, nil
 }
 
 type head struct {

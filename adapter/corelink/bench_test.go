@@ -13,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/adapter/mq/rabbit"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -76,52 +77,79 @@ func rabbitOrSkipT(t *testing.T) mq.Transport {
 	return tr
 }
 
-// benchDrain enqueues b.N postings over 16 accounts and drains them with
-// 4 concurrent drainers through the transport to a simulated core.
-func benchDrain(b *testing.B, w *world) {
+// ApplyBatch times one batch (the latency of each of its postings).
+func (c *timedCore) ApplyBatch(ctx context.Context, ps []outbox.Posting) []outbox.BatchResult {
+	start := time.Now()
+	r := c.Core.(outbox.BatchCore).ApplyBatch(ctx, ps)
+	d := time.Since(start)
+	c.mu.Lock()
+	for range ps {
+		c.lat = append(c.lat, d)
+	}
+	c.mu.Unlock()
+	return r
+}
+
+// benchAccounts is how many accounts the drained postings spread over: the
+// outbox keeps one posting per account in flight, so a batch holds at
+// most one posting of each account (RunConfig.Accounts, 64, per batch).
+const benchAccounts = 256
+
+// benchBatch is the outbox's batch bound in the benchmark (RunConfig.Accounts).
+const benchBatch = 64
+
+// benchDrain enqueues b.N credit postings over benchAccounts accounts and
+// drains them with one outbox.Run loop (as the node runs it) through the
+// transport to a simulated core serving its queue: claim batch (commit),
+// request batch (one MQ unit), core batch (one core commit, replies in one
+// unit), replies got together, outcomes (commit).
+func benchDrain(b *testing.B, w *world, pipeline int) {
 	ctx := context.Background()
-	const accounts, drainers = 16, 4
-	for a := 0; a < accounts; a++ {
+	for a := 0; a < benchAccounts; a++ {
 		w.open(b, fmt.Sprintf("001-1-%07d", a+1), "ﾃｽﾄ", 0)
 	}
 	tc := &timedCore{Core: w.link}
 	ob, _ := outbox.New(outbox.Config{DB: w.db, Core: tc, Cases: w.cases})
 	var ps []outbox.Posting
 	for i := 0; i < b.N; i++ {
-		ps = append(ps, posting(fmt.Sprintf("BN%08d", i), fmt.Sprintf("001-1-%07d", i%accounts+1), outbox.Credit, 1))
+		ps = append(ps, posting(fmt.Sprintf("BN%08d", i), fmt.Sprintf("001-1-%07d", i%benchAccounts+1), outbox.Credit, 1))
 	}
 	for i := 0; i < len(ps); i += 500 {
 		w.enqueue(b, ps[i:min(i+500, len(ps))]...)
 	}
 	b.ResetTimer()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for g := 0; g < drainers; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				res, err := ob.Drain(ctx, 50)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if res.Claimed == 0 {
-					c, _ := ob.Counts(ctx)
-					if c[outbox.Pending]+c[outbox.Claimed] == 0 {
-						return
-					}
-					time.Sleep(time.Millisecond)
-				}
-			}
-		}()
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ob.Run(rctx, outbox.RunConfig{Pipeline: pipeline, Accounts: benchBatch}) }()
+	ob.Wake()
+	for {
+		c, err := ob.Counts(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c[outbox.Applied] == b.N {
+			break
+		}
+		if c[outbox.Blocked]+c[outbox.InDoubt] > 0 {
+			b.Fatalf("not applied: %v", c)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	wg.Wait()
 	el := time.Since(start)
 	b.StopTimer()
-	c, _ := ob.Counts(ctx)
-	if c[outbox.Applied] != b.N {
-		b.Fatalf("applied %d of %d: %v", c[outbox.Applied], b.N, c)
+	stop()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	var journal int
+	if err := w.core.DB().Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM CoreJournal WHERE ref LIKE 'BN%'`).Scan(&journal)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if journal != b.N {
+		b.Fatalf("core journalled %d postings of %d", journal, b.N)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "postings/s")
 	b.ReportMetric(float64(tc.percentile(0.50).Microseconds())/1000, "p50-ms")
@@ -129,15 +157,22 @@ func benchDrain(b *testing.B, w *world) {
 }
 
 // BenchmarkDrainEmbedded: postings drained end to end (outbox claim,
-// request/reply over the embedded transport, core posting, outbox record).
+// request/reply over the embedded transport, core posting, outbox record),
+// a batch at every hop.
 func BenchmarkDrainEmbedded(b *testing.B) {
-	benchDrain(b, newWorld(b, 10*time.Second))
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("pipeline=%d", p), func(b *testing.B) { benchDrain(b, newWorld(b, 10*time.Second), p) })
+	}
 }
 
 // BenchmarkDrainRabbit is BenchmarkDrainEmbedded over RabbitMQ.
 func BenchmarkDrainRabbit(b *testing.B) {
 	tr := rabbitOrSkip(b)
-	benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".B%d", time.Now().UnixNano())))
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("pipeline=%d", p), func(b *testing.B) {
+			benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".B%d", time.Now().UnixNano())), p)
+		})
+	}
 }
 
 // benchRaw measures the transport alone: put+commit then get+commit of a
@@ -184,4 +219,62 @@ func BenchmarkRawPutGetEmbedded(b *testing.B) {
 
 func BenchmarkRawPutGetRabbit(b *testing.B) {
 	benchRaw(b, rabbitOrSkip(b), fmt.Sprintf("RAW.BENCH.%d", time.Now().UnixNano()))
+}
+
+// benchRawBatch measures the transport alone, batched as the posting path
+// uses it: 64 240-byte messages put in one unit of work and committed,
+// then got with one GetBatch and committed. It reports messages/s.
+func benchRawBatch(b *testing.B, tr mq.Transport, queue string) {
+	const batch = 64
+	ctx := context.Background()
+	conn, err := tr.Connect(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.DeclareQueue(ctx, mq.QueueSpec{Name: queue}); err != nil {
+		b.Fatal(err)
+	}
+	defer conn.DeleteQueue(ctx, queue)
+	s, err := conn.Session(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	body := make([]byte, 240)
+	b.ResetTimer()
+	start := time.Now()
+	for done := 0; done < b.N; {
+		n := min(batch, b.N-done)
+		for i := 0; i < n; i++ {
+			if err := s.Put(ctx, queue, &mq.Message{Body: body}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < n; {
+			gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ms, err := mq.GetBatch(gctx, s, queue, n-got)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += len(ms)
+		}
+		if err := s.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+		done += n
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "putget/s")
+}
+
+func BenchmarkRawPutGetBatchEmbedded(b *testing.B) {
+	benchRawBatch(b, embedded.New(filepath.Join(b.TempDir(), "mq.db"), embedded.Options{}), "RAW.BENCH")
+}
+
+func BenchmarkRawPutGetBatchRabbit(b *testing.B) {
+	benchRawBatch(b, rabbitOrSkip(b), fmt.Sprintf("RAW.BENCH.%d", time.Now().UnixNano()))
 }

@@ -46,11 +46,16 @@ func (l *Link) call(ctx context.Context, op, txid string, body coremsg.Body) (*c
 	if err != nil {
 		return nil, err
 	}
+	return l.decodeReply(op, rb, body.MsgType()[:3]+"R", reqID)
+}
+
+// decodeReply decodes a reply body and checks that it is a want answering
+// the request reqID.
+func (l *Link) decodeReply(op string, rb []byte, want, reqID string) (*coremsg.Message, error) {
 	reply, err := coremsg.Decode(rb, l.cs)
 	if err != nil {
 		return nil, &badReplyError{err: fmt.Errorf("corelink %s: undecodable %s reply: %w", l.cfg.Bank, op, err)}
 	}
-	want := body.MsgType()[:3] + "R"
 	if reply.Header.MsgType != want || reply.Header.RequestID != reqID {
 		return nil, &badReplyError{err: fmt.Errorf("corelink %s: %s reply is %s for request %s, want %s for %s",
 			l.cfg.Bank, op, reply.Header.MsgType, reply.Header.RequestID, want, reqID)}
@@ -94,23 +99,77 @@ var kindCodes = map[outbox.Kind]string{outbox.Debit: "D", outbox.Credit: "C", ou
 
 // Apply sends one posting and waits for the core's answer (outbox.Core).
 func (l *Link) Apply(ctx context.Context, p outbox.Posting) (outbox.ApplyResult, error) {
+	r := l.ApplyBatch(ctx, []outbox.Posting{p})[0]
+	return r.ApplyResult, r.Err
+}
+
+// ApplyBatch sends postings in one MQ unit of work (N puts, one commit)
+// and collects their replies together, bounded by the link's Timeout
+// (outbox.BatchCore). results[i] answers ps[i] with the errors Apply
+// returns: a posting that cannot be encoded is refused without being
+// sent; when the unit provably did not reach the queue every sent posting
+// is *outbox.NotSentError; a posting whose reply did not come in time is
+// *outbox.InDoubtError.
+func (l *Link) ApplyBatch(ctx context.Context, ps []outbox.Posting) []outbox.BatchResult {
+	out := make([]outbox.BatchResult, len(ps))
 	if l.cfg.Online != nil && !l.cfg.Online(l.clk.Now()) {
-		return outbox.ApplyResult{}, &outbox.NotSentError{Cause: fmt.Errorf("core %s is outside its online window", l.cfg.Bank)}
+		for i := range out {
+			out[i].Err = &outbox.NotSentError{Cause: fmt.Errorf("core %s is outside its online window", l.cfg.Bank)}
+		}
+		return out
 	}
+	var (
+		idx    []int // ps index of each request sent
+		bodies [][]byte
+		reqIDs []string
+	)
+	for i, p := range ps {
+		raw, reqID, err := l.encodePosting(p)
+		if err != nil {
+			// The core could never accept this posting: refuse it here,
+			// without sending, so it becomes BLOCKED with a Case.
+			out[i].Err = &outbox.RefusedError{ReasonCode: "INVALID_REQUEST", Message: err.Error()}
+			continue
+		}
+		idx, bodies, reqIDs = append(idx, i), append(bodies, raw), append(reqIDs, reqID)
+	}
+	if len(idx) == 0 {
+		return out
+	}
+	replies, errs := l.roundTrips(ctx, "posting", bodies)
+	for k, i := range idx {
+		if errs[k] != nil {
+			out[i].Err = postingError(errs[k])
+			continue
+		}
+		out[i].ApplyResult, out[i].Err = l.postingOutcome(ps[i], reqIDs[k], replies[k])
+	}
+	return out
+}
+
+// encodePosting encodes a posting request; the error means it cannot be
+// encoded (nothing is sent).
+func (l *Link) encodePosting(p outbox.Posting) (raw []byte, reqID string, err error) {
 	acct, err := parseAccount(p.Account)
 	if err != nil {
-		return outbox.ApplyResult{}, &outbox.RefusedError{ReasonCode: "INVALID_REQUEST", Message: err.Error()}
+		return nil, "", err
 	}
 	req := &coremsg.PostingRequest{Kind: kindCodes[p.Kind], PostingRef: p.Ref, OriginalRef: p.ReversalOf,
 		Branch: acct.Branch, AccountType: acct.Type, AccountNo: acct.Number, Amount: p.Amount, Currency: "JPY",
 		ValueDate: strings.ReplaceAll(clock.BusinessDate(l.clk.Now()), "-", "")}
-	reply, err := l.call(ctx, "posting", p.TxID, req)
+	reqID = newRequestID()
+	raw, err = coremsg.Encode(&coremsg.Message{Header: coremsg.Header{RequestID: reqID, TxID: p.TxID,
+		BankCode: l.cfg.Bank, Timestamp: coremsg.FormatTimestamp(l.clk.Now())}, Body: req}, l.cs)
 	if err != nil {
-		if ee, ok := err.(*encodeError); ok {
-			// The core could never accept this posting: refuse it here,
-			// without sending, so it becomes BLOCKED with a Case.
-			return outbox.ApplyResult{}, &outbox.RefusedError{ReasonCode: "INVALID_REQUEST", Message: ee.Error()}
-		}
+		return nil, "", err
+	}
+	return raw, reqID, nil
+}
+
+// postingOutcome reads the core's reply to the posting request reqID.
+func (l *Link) postingOutcome(p outbox.Posting, reqID string, body []byte) (outbox.ApplyResult, error) {
+	reply, err := l.decodeReply("posting", body, coremsg.PostingReply{}.MsgType(), reqID)
+	if err != nil {
 		return outbox.ApplyResult{}, postingError(err)
 	}
 	r := reply.Body.(*coremsg.PostingReply)

@@ -139,11 +139,28 @@ func (e *sendError) Unwrap() error { return e.err }
 // *mq.ReplyTimeoutError (or another error) when it was, or may have been,
 // sent.
 func (l *Link) roundTrip(ctx context.Context, op string, body []byte) ([]byte, error) {
+	replies, errs := l.roundTrips(ctx, op, [][]byte{body})
+	return replies[0], errs[0]
+}
+
+// roundTrips sends request bodies in one unit of work (one commit) and
+// collects their replies, bounded together by the link's Timeout.
+// replies[i] and errs[i] answer bodies[i] as roundTrip would.
+func (l *Link) roundTrips(ctx context.Context, op string, bodies [][]byte) (replies [][]byte, errs []error) {
+	replies, errs = make([][]byte, len(bodies)), make([]error, len(bodies))
+	fail := func(err error) ([][]byte, []error) {
+		for i := range errs {
+			if errs[i] == nil && replies[i] == nil {
+				errs[i] = err
+			}
+		}
+		return replies, errs
+	}
 	var sess mq.Session
 	select {
 	case sess = <-l.pool:
 	case <-ctx.Done():
-		return nil, &sendError{err: ctx.Err()}
+		return fail(&sendError{err: ctx.Err()})
 	}
 	healthy := true
 	defer func() {
@@ -156,38 +173,54 @@ func (l *Link) roundTrip(ctx context.Context, op string, body []byte) ([]byte, e
 	if sess == nil {
 		s, err := l.conn.Session(ctx)
 		if err != nil {
-			return nil, &sendError{err: fmt.Errorf("corelink %s: session: %w", l.cfg.Bank, err)}
+			return fail(&sendError{err: fmt.Errorf("corelink %s: session: %w", l.cfg.Bank, err)})
 		}
 		sess = s
 	}
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	req := &mq.Message{Body: body, Expiry: l.cfg.Timeout}
-	id, err := mq.SendRequest(rctx, sess, l.cfg.RequestQueue, l.cfg.ReplyQueue, req)
+	reqs := make([]*mq.Message, len(bodies))
+	for i, b := range bodies {
+		reqs[i] = &mq.Message{Body: b, Expiry: l.cfg.Timeout}
+	}
+	ids, err := mq.SendRequests(rctx, sess, l.cfg.RequestQueue, l.cfg.ReplyQueue, reqs)
 	if err != nil {
 		healthy = false
 		var me *mq.Error
 		if errors.As(err, &me) && (me.Op == "put" || me.Reason == mq.ReasonBackedOut) {
-			l.log.WarnContext(ctx, "corelink.not_sent", "bank", l.cfg.Bank, "op", op, "err", err.Error())
-			return nil, &sendError{err: err}
+			l.log.WarnContext(ctx, "corelink.not_sent", "bank", l.cfg.Bank, "op", op, "requests", len(bodies), "err", err.Error())
+			return fail(&sendError{err: err})
 		}
-		l.log.WarnContext(ctx, "corelink.send_unknown", "bank", l.cfg.Bank, "op", op, "err", err.Error())
-		return nil, err
+		l.log.WarnContext(ctx, "corelink.send_unknown", "bank", l.cfg.Bank, "op", op, "requests", len(bodies), "err", err.Error())
+		return fail(err)
 	}
-	reply, err := mq.AwaitReply(rctx, sess, l.cfg.ReplyQueue, id)
+	got, err := mq.AwaitReplies(rctx, sess, l.cfg.ReplyQueue, ids)
+	for i, id := range ids {
+		if r := got[id]; r != nil {
+			replies[i] = r.Body
+		}
+	}
 	if err != nil {
 		var te *mq.ReplyTimeoutError
 		if !errors.As(err, &te) {
 			healthy = false
 		}
-		l.log.WarnContext(ctx, "corelink.no_reply", "bank", l.cfg.Bank, "op", op, "msg_id", id.String(),
-			"waited", time.Since(start).String(), "err", err.Error())
-		return nil, err
+		for i, id := range ids {
+			if replies[i] == nil {
+				l.log.WarnContext(ctx, "corelink.no_reply", "bank", l.cfg.Bank, "op", op, "msg_id", id.String(),
+					"waited", time.Since(start).String(), "err", err.Error())
+				if te != nil {
+					err = &mq.ReplyTimeoutError{RequestID: id, ReplyQueue: l.cfg.ReplyQueue, Err: te.Err}
+				}
+				errs[i] = err
+			}
+		}
+		return replies, errs
 	}
-	l.log.DebugContext(ctx, "corelink.reply", "bank", l.cfg.Bank, "op", op, "msg_id", id.String(),
+	l.log.DebugContext(ctx, "corelink.reply", "bank", l.cfg.Bank, "op", op, "requests", len(ids),
 		"latency", time.Since(start).String())
-	return reply.Body, nil
+	return replies, errs
 }
 
 // inquiryError maps a transport failure of an inquiry to a typed error.

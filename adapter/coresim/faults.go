@@ -45,6 +45,13 @@ func (c *Core) FaultsForTest() Faults {
 	return c.faults
 }
 
+// faultsArmed reports whether any fault waits for a request.
+func (c *Core) faultsArmed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.faults != Faults{}
+}
+
 // takeFaults consumes the counters for one request.
 func (c *Core) takeFaults() (drop, crash, twice bool, delay time.Duration) {
 	c.mu.Lock()

@@ -71,10 +71,14 @@ type Core struct {
 	serving sync.Mutex // held by Serve while it takes and processes one request
 	fatal   error      // why Serve stopped (set by the serving loop only)
 
+	single int // requests to serve one at a time (after a backed-out batch); serving loop only
+
 	mu        sync.Mutex
 	windows   []Window
 	batch     []Window
 	forcedOff bool
+	onlineCh  chan struct{} // closed by SetOffline(false): ends an offline wait
+	stopWait  func()        // ends the serving loop's current wait for requests
 	faults    Faults
 }
 
@@ -87,7 +91,8 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
-	c := &Core{bank: cfg.Bank, db: db, clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch}
+	c := &Core{bank: cfg.Bank, db: db, clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch,
+		onlineCh: make(chan struct{})}
 	if c.clk == nil {
 		c.clk = clock.System{}
 	}

@@ -27,8 +27,15 @@ type ServeConfig struct {
 	// the backout queue (default 3).
 	BackoutThreshold int
 	// Poll bounds each wait for a request and the re-check of the online
-	// window while offline (default 100ms).
+	// window while offline (default 1s). The wait itself ends as soon as a
+	// request is committed on the queue (the transport's wake-up), and
+	// SetOffline ends it at once, so Poll only bounds how often an idle
+	// loop looks (and how late a window's start is noticed).
 	Poll time.Duration
+	// Batch is how many requests the loop takes off its queue in one unit
+	// of work and applies in one core transaction (default 64). 1 serves
+	// them one at a time.
+	Batch int
 	// ReplyExpiry is the lifetime of replies, so replies nobody waits for
 	// any more do not pile up (default 10m).
 	ReplyExpiry time.Duration
@@ -50,7 +57,10 @@ func (c *Core) serveDefaults(cfg ServeConfig) ServeConfig {
 		cfg.BackoutThreshold = 3
 	}
 	if cfg.Poll <= 0 {
-		cfg.Poll = 100 * time.Millisecond
+		cfg.Poll = time.Second
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 64
 	}
 	if cfg.ReplyExpiry <= 0 {
 		cfg.ReplyExpiry = 10 * time.Minute
@@ -87,8 +97,12 @@ func (c *Core) Claim(ctx context.Context, conn mq.Connection, cfg ServeConfig) (
 	return claim, nil
 }
 
-// Serve takes requests off the core's request queue one at a time, in
-// arrival order, and replies to each, until ctx is done. It is the queue's
+// Serve takes requests off the core's request queue in arrival order, a
+// batch at a time (ServeConfig.Batch), and replies to each, until ctx is
+// done. A batch is one MQ unit of work (its gets and its replies) and one
+// core transaction (every request of it applied in order, each still
+// applied as often as it is received: the core is not idempotent); the
+// replies are committed after the core's commit, as for a single request. It is the queue's
 // one consumer: it uses cfg.Claim or claims the queue itself (Claim), and
 // releases the claim when it returns. While the core is
 // offline it takes nothing off the queue. A request it cannot process
@@ -125,12 +139,12 @@ func (c *Core) Serve(ctx context.Context, conn mq.Connection, cfg ServeConfig) e
 		c.serving.Lock()
 		if !c.Online(c.clk.Now()) {
 			c.serving.Unlock()
-			if !clock.Sleep(ctx, cfg.Poll) {
+			if !c.sleepOffline(ctx, cfg.Poll) {
 				return c.fatal
 			}
 			continue
 		}
-		ok := c.serveOne(ctx, sess, cfg, policy)
+		ok := c.serveBatch(ctx, sess, cfg, policy)
 		c.serving.Unlock()
 		if !ok {
 			return c.fatal
@@ -138,11 +152,56 @@ func (c *Core) Serve(ctx context.Context, conn mq.Connection, cfg ServeConfig) e
 	}
 }
 
-// serveOne takes and processes at most one request; false means stop.
-func (c *Core) serveOne(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy) bool {
-	gctx, cancel := context.WithTimeout(ctx, cfg.Poll)
-	msg, err := sess.Get(gctx, cfg.RequestQueue, mq.Any)
-	cancel()
+// sleepOffline waits while the core is offline: until SetOffline(false),
+// ctx's end or d (the re-check of the windows). False: ctx ended.
+func (c *Core) sleepOffline(ctx context.Context, d time.Duration) bool {
+	c.mu.Lock()
+	back := c.onlineCh
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-back:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// waitContext is the context of one wait for requests: it ends after d,
+// with ctx, or when SetOffline(true) is called (so taking the core
+// offline does not wait for an idle wait to run out).
+func (c *Core) waitContext(ctx context.Context, d time.Duration) (context.Context, func()) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	c.mu.Lock()
+	if c.forcedOff {
+		cancel()
+	}
+	c.stopWait = cancel
+	c.mu.Unlock()
+	return wctx, func() {
+		c.mu.Lock()
+		c.stopWait = nil
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// serveBatch takes up to cfg.Batch requests and processes them; false
+// means stop. While a test fault is armed, or after a batch that had to
+// be backed out (for as many requests as it held), requests are served
+// one at a time, exactly as before batching: a fault acts on the one
+// request it names, and a request the core cannot process is backed out
+// alone, counted towards its own backout threshold.
+func (c *Core) serveBatch(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy) bool {
+	n := cfg.Batch
+	if c.faultsArmed() || c.single > 0 {
+		n = 1
+	}
+	gctx, done := c.waitContext(ctx, cfg.Poll)
+	msgs, err := mq.GetBatch(gctx, sess, cfg.RequestQueue, n)
+	done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
@@ -158,6 +217,20 @@ func (c *Core) serveOne(ctx context.Context, sess mq.Session, cfg ServeConfig, p
 		}
 		return clock.Sleep(ctx, cfg.Poll)
 	}
+	if len(msgs) == 1 {
+		c.single = max(c.single-1, 0)
+		return c.serveOne(ctx, sess, cfg, policy, msgs[0])
+	}
+	if err := c.processBatch(ctx, sess, cfg, policy, msgs); err != nil {
+		c.log.WarnContext(ctx, "coresim.batch_backout", "bank", c.bank, "requests", len(msgs), "err", err.Error())
+		_ = sess.Rollback(context.WithoutCancel(ctx))
+		c.single = len(msgs)
+	}
+	return true
+}
+
+// serveOne processes one request got in sess's open unit of work.
+func (c *Core) serveOne(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy, msg *mq.Message) bool {
 	moved, err := mq.HandlePoison(ctx, sess, cfg.RequestQueue, msg, policy, "core could not process the request")
 	if err != nil {
 		c.log.ErrorContext(ctx, "coresim.backout_failed", "bank", c.bank, "msg_id", msg.MsgID.String(), "err", err.Error())
@@ -236,4 +309,69 @@ func (c *Core) process(ctx context.Context, sess mq.Session, cfg ServeConfig, ms
 		return err
 	}
 	return nil
+}
+
+// processBatch handles requests got in sess's open unit of work: those at
+// their backout threshold are moved to the backout queue, the others are
+// applied in one core transaction (each as process would: a redelivered
+// MsgID is answered from its stored reply), then every reply is put and
+// the unit committed. An error means "back the whole unit out".
+func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy, msgs []*mq.Message) error {
+	type item struct {
+		msg   *mq.Message
+		reply []byte
+		seen  bool
+	}
+	var items []item
+	for _, msg := range msgs {
+		if cp := mq.PoisonCopy(cfg.RequestQueue, msg, policy, "core could not process the request"); cp != nil {
+			if err := sess.Put(ctx, policy.BackoutQueue, cp); err != nil {
+				return err
+			}
+			c.log.WarnContext(ctx, "coresim.poison", "bank", c.bank, "msg_id", msg.MsgID.String(),
+				"backout_count", msg.BackoutCount, "backout_queue", cfg.BackoutQueue)
+			continue
+		}
+		items = append(items, item{msg: msg})
+	}
+	err := c.db.Write(ctx, func(tx *store.Tx) error {
+		for i := range items {
+			it := &items[i]
+			it.reply, it.seen = nil, false
+			msgID := it.msg.MsgID.String()
+			err := tx.QueryRowContext(ctx, `SELECT reply FROM CoreProcessed WHERE msg_id = ?`, msgID).Scan(&it.reply)
+			if err == nil {
+				it.seen = true
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			var effect bool
+			if it.reply, effect, err = c.handle(ctx, tx, it.msg); err != nil {
+				return err
+			}
+			if effect {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO CoreProcessed (msg_id, reply, processed_at) VALUES (?, ?, ?)`,
+					msgID, it.reply, clock.Stamp(c.clk.Now())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.seen {
+			c.log.InfoContext(ctx, "coresim.redelivered", "bank", c.bank, "msg_id", it.msg.MsgID.String(), "backout_count", it.msg.BackoutCount)
+		}
+		if it.msg.ReplyTo != "" {
+			if err := mq.Reply(ctx, sess, it.msg, &mq.Message{Body: it.reply, Expiry: cfg.ReplyExpiry}); err != nil {
+				return err
+			}
+		}
+	}
+	return sess.Commit(context.WithoutCancel(ctx))
 }

@@ -96,6 +96,13 @@ func (c *Core) SetWindows(ws []Window) {
 func (c *Core) SetOffline(off bool) {
 	c.mu.Lock()
 	c.forcedOff = off
+	if off && c.stopWait != nil {
+		c.stopWait() // an idle wait for requests ends now
+	}
+	if !off {
+		close(c.onlineCh) // an offline wait ends now
+		c.onlineCh = make(chan struct{})
+	}
 	c.mu.Unlock()
 	if off {
 		c.serving.Lock()

@@ -40,6 +40,24 @@ func HandlePoison(ctx context.Context, s Session, source string, msg *Message, p
 		return false, &Error{Reason: ReasonUnknownObjectName, Op: "backout", Queue: source,
 			Cause: errors.New("backout threshold reached but no backout queue is declared")}
 	}
+	cp := PoisonCopy(source, msg, p, reason)
+	if err := s.Put(ctx, p.BackoutQueue, cp); err != nil {
+		return false, errors.Join(err, s.Rollback(context.WithoutCancel(ctx)))
+	}
+	if err := s.Commit(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// PoisonCopy is the copy HandlePoison puts on the backout queue, or nil
+// when msg is below the policy's threshold (or the policy names no backout
+// queue). A caller that handles a batch in one unit of work puts it on
+// p.BackoutQueue itself, in that unit, instead of processing msg.
+func PoisonCopy(source string, msg *Message, p PoisonPolicy, reason string) *Message {
+	if p.Threshold <= 0 || msg.BackoutCount < p.Threshold || p.BackoutQueue == "" {
+		return nil
+	}
 	cp := msg.Clone()
 	if cp.Properties == nil {
 		cp.Properties = map[string]string{}
@@ -51,11 +69,5 @@ func HandlePoison(ctx context.Context, s Session, source string, msg *Message, p
 	cp.Properties[PropBackoutSource] = source
 	cp.Properties[PropBackoutCount] = strconv.Itoa(msg.BackoutCount)
 	cp.Expiry = 0 // a poison message is kept for a person to look at
-	if err := s.Put(ctx, p.BackoutQueue, cp); err != nil {
-		return false, errors.Join(err, s.Rollback(context.WithoutCancel(ctx)))
-	}
-	if err := s.Commit(ctx); err != nil {
-		return false, err
-	}
-	return true, nil
+	return cp
 }

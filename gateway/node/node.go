@@ -371,7 +371,7 @@ func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(n.path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: opts.Logger, PollInterval: 5 * time.Millisecond,
+	n.Transport = embedded.New(n.path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: opts.Logger, PollInterval: time.Second,
 		App: "zcgw serve " + n.ID.String()})
 	cores := newLoops(ctx)
 	var c closers
@@ -413,7 +413,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	// file) refuses the start, naming the holder. A holder that is an
 	// earlier start of this node, killed, is taken over at once once its
 	// process is gone; the short retry covers a process still exiting.
-	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
+	serve := coresim.ServeConfig{} // woken by the link's commits
 	for wait := time.Now().Add(2 * time.Second); ; {
 		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
 			break
@@ -591,7 +591,7 @@ func (n *Node) startLoops(ctx context.Context, opts Options) (closer func() erro
 			l.run(func(ctx context.Context) {
 				// The outbox's own loop: it takes back at once what an earlier
 				// start of this node held, and releases its claims on Close.
-				err := b.Adapter.Outbox().Run(ctx, outbox.RunConfig{Identity: n.ID, Worker: "outbox", Idle: opts.Idle})
+				err := b.Adapter.Outbox().Run(ctx, outbox.RunConfig{Identity: n.ID, Worker: "outbox"}) // woken by the adapter's commits
 				if err != nil {
 					n.log.Error("node.outbox_stopped", "bank_id", b.ID, "error", err)
 				}

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 	mqtest.Run(t, func(t *testing.T) mq.Transport {
 		// One file per subtest; every Connect reopens it, as a new process would.
 		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
-	}, mqtest.Options{ExclusiveConsumer: true})
+	}, mqtest.Options{ExclusiveConsumer: true, BatchGet: true})
 }
 
 // TestRaceConformance is the concurrency part of the suite, named so that
@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 func TestRaceConformance(t *testing.T) {
 	mqtest.RunConcurrent(t, func(t *testing.T) mq.Transport {
 		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
-	}, mqtest.Options{ExclusiveConsumer: true})
+	}, mqtest.Options{ExclusiveConsumer: true, BatchGet: true})
 }
 
 func mustConnect(t *testing.T, tr *Transport) *conn {

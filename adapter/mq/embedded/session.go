@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,24 +60,41 @@ func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error 
 }
 
 func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usable("get", queue); err != nil {
+	msgs, err := s.getN(ctx, "get", queue, 1, []mq.Match{match})
+	if err != nil {
 		return nil, err
 	}
-	if err := s.c.requireQueue(context.WithoutCancel(ctx), "get", queue); err != nil {
+	return msgs[0], nil
+}
+
+// GetBatch takes up to max messages selected by any of matches in one
+// claiming statement (mq.BatchGetter).
+func (s *session) GetBatch(ctx context.Context, queue string, max int, matches ...mq.Match) ([]*mq.Message, error) {
+	return s.getN(ctx, "get", queue, mq.BatchMax(max), matches)
+}
+
+// getN waits until at least one message selected by matches is there
+// (woken by commits on this file in this process, or by the fallback poll
+// for other processes) and claims up to n of them.
+func (s *session) getN(ctx context.Context, op, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(op, queue); err != nil {
+		return nil, err
+	}
+	if err := s.c.requireQueue(context.WithoutCancel(ctx), op, queue); err != nil {
 		return nil, err
 	}
 	poll := time.NewTimer(s.c.t.opts.PollInterval)
 	defer poll.Stop()
 	for {
 		wake := s.c.hub.wait(queue)
-		msg, err := s.tryGet(context.WithoutCancel(ctx), queue, match)
-		if err != nil || msg != nil {
-			return msg, err
+		msgs, err := s.tryGet(context.WithoutCancel(ctx), queue, matches, n)
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
 		}
 		if ctx.Err() != nil {
-			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
+			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: op, Queue: queue, Cause: ctx.Err()}
 		}
 		poll.Reset(s.c.t.opts.PollInterval)
 		select {
@@ -83,38 +102,59 @@ func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Me
 		case <-poll.C:
 		case <-ctx.Done():
 		}
-		if err := s.usable("get", queue); err != nil {
+		if err := s.usable(op, queue); err != nil {
 			return nil, err
 		}
 	}
 }
 
 const claimSQL = `UPDATE mq_message SET claim_conn = ?, claim_session = ?, claimed_at = ?
-WHERE claim_conn IS NULL AND seq = (
+WHERE claim_conn IS NULL AND seq IN (
   SELECT seq FROM mq_message
   WHERE queue = ? AND claim_conn IS NULL AND (expires_at IS NULL OR expires_at > ?) %s
-  ORDER BY priority DESC, seq LIMIT 1)
-RETURNING msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, backout_count, properties, body`
+  ORDER BY priority DESC, seq LIMIT ?)
+RETURNING seq, msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, backout_count, properties, body`
 
-// tryGet discards the queue's expired messages and claims the first
-// matching one, in one write transaction. It returns (nil, nil) when there
-// is none.
-func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
+// matchFilter is the SQL condition selecting the messages any of matches
+// takes ("" for every message), with its arguments.
+func matchFilter(matches []mq.Match) (string, []any) {
+	var conds []string
+	var args []any
+	for _, m := range matches {
+		var c []string
+		if !m.MsgID.IsZero() {
+			c = append(c, "msg_id = ?")
+			args = append(args, m.MsgID[:])
+		}
+		if !m.CorrelID.IsZero() {
+			c = append(c, "correl_id = ?")
+			args = append(args, m.CorrelID[:])
+		}
+		if len(c) == 0 {
+			return "", nil // Any
+		}
+		conds = append(conds, "("+strings.Join(c, " AND ")+")")
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " AND (" + strings.Join(conds, " OR ") + ")", args
+}
+
+// tryGet discards the queue's expired messages and claims up to n
+// matching ones, in one write transaction. It returns none when there is
+// none.
+func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, n int) ([]*mq.Message, error) {
 	now := s.c.t.opts.Clock.Now()
 	nowS := stamp(now)
-	args := []any{s.c.id, s.id, nowS, queue, nowS, queue, s.c.id}
 	// Never take a message of a queue another connection claimed as its
 	// exclusive consumer: the look below reports the claim's holder, and the
 	// claiming UPDATE re-checks it.
 	filter := " AND NOT EXISTS (SELECT 1 FROM mq_consumer k WHERE k.queue = ? AND k.conn <> ?)"
-	if !match.MsgID.IsZero() {
-		filter += " AND msg_id = ?"
-		args = append(args, match.MsgID[:])
-	}
-	if !match.CorrelID.IsZero() {
-		filter += " AND correl_id = ?"
-		args = append(args, match.CorrelID[:])
-	}
+	fargs := []any{queue, s.c.id}
+	mf, margs := matchFilter(matches)
+	filter += mf
+	fargs = append(fargs, margs...)
 	// Look first on the read pool, so that an idle poller never takes the
 	// file's write lock.
 	var available bool
@@ -122,7 +162,7 @@ func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq
 	if err := s.c.db.Read(ctx, func(tx *store.Tx) error {
 		return tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM mq_message
 			WHERE queue = ? AND claim_conn IS NULL %s), COALESCE((SELECT conn FROM mq_consumer WHERE queue = ?), '')`, filter),
-			append(append([]any{queue}, args[5:]...), queue)...).Scan(&available, &holder)
+			append(append([]any{queue}, fargs...), queue)...).Scan(&available, &holder)
 	}); err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
 	}
@@ -135,16 +175,21 @@ func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq
 	if !available {
 		return nil, nil
 	}
-	var (
+	type row struct {
+		seq             int64
 		msg             *mq.Message
-		expired         int64
 		msgID, correlID []byte
 		persistent      bool
 		putAt           string
 		expiresAt       sql.NullString
 		props           []byte
+	}
+	var (
+		got     []row
+		expired int64
 	)
 	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
+		got = got[:0]
 		res, err := tx.ExecContext(ctx, `DELETE FROM mq_message
 			WHERE queue = ? AND claim_conn IS NULL AND expires_at IS NOT NULL AND expires_at <= ?`, queue, nowS)
 		if err != nil {
@@ -153,17 +198,22 @@ func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq
 		if expired, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		m := &mq.Message{}
-		err = tx.QueryRowContext(ctx, fmt.Sprintf(claimSQL, filter), args...).Scan(
-			&msgID, &correlID, &m.ReplyTo, &persistent, &m.Priority, &putAt, &expiresAt, &m.BackoutCount, &props, &m.Body)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
+		args := append(append([]any{s.c.id, s.id, nowS, queue, nowS}, fargs...), n)
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimSQL, filter), args...)
 		if err != nil {
 			return err
 		}
-		msg = m
-		return nil
+		defer rows.Close()
+		for rows.Next() {
+			r := row{msg: &mq.Message{}}
+			m := r.msg
+			if err := rows.Scan(&r.seq, &r.msgID, &r.correlID, &m.ReplyTo, &r.persistent, &m.Priority, &r.putAt,
+				&r.expiresAt, &m.BackoutCount, &r.props, &m.Body); err != nil {
+				return err
+			}
+			got = append(got, r)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
@@ -171,36 +221,49 @@ func (s *session) tryGet(ctx context.Context, queue string, match mq.Match) (*mq
 	if expired > 0 {
 		s.c.log.Info("mq.expired_discarded", "queue", queue, "messages", expired)
 	}
-	if msg == nil {
+	if len(got) == 0 {
 		return nil, nil
 	}
-	s.claims++
+	s.claims += int64(len(got))
 	s.got[queue] = struct{}{}
-	// The row is now claimed by this session; a decode failure below still
-	// leaves it to Commit/Rollback, so nothing is lost.
-	if len(msgID) != mq.IDLength || len(correlID) != mq.IDLength {
-		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: errors.New("stored id is not 24 bytes")}
-	}
-	copy(msg.MsgID[:], msgID)
-	copy(msg.CorrelID[:], correlID)
-	msg.NonPersistent = !persistent
-	if msg.PutTime, err = parseStamp(putAt); err != nil {
-		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("put_at: %w", err)}
-	}
-	if expiresAt.Valid {
-		exp, err := parseStamp(expiresAt.String)
-		if err != nil {
-			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("expires_at: %w", err)}
+	// RETURNING does not promise an order: put them back in the order
+	// the claim selected them.
+	sort.Slice(got, func(i, j int) bool {
+		if got[i].msg.Priority != got[j].msg.Priority {
+			return got[i].msg.Priority > got[j].msg.Priority
 		}
-		msg.Expiry = max(exp.Sub(now), time.Nanosecond)
+		return got[i].seq < got[j].seq
+	})
+	// The rows are now claimed by this session; a decode failure below
+	// still leaves them to Commit/Rollback, so nothing is lost.
+	out := make([]*mq.Message, 0, len(got))
+	for _, r := range got {
+		msg := r.msg
+		if len(r.msgID) != mq.IDLength || len(r.correlID) != mq.IDLength {
+			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: errors.New("stored id is not 24 bytes")}
+		}
+		copy(msg.MsgID[:], r.msgID)
+		copy(msg.CorrelID[:], r.correlID)
+		msg.NonPersistent = !r.persistent
+		if msg.PutTime, err = parseStamp(r.putAt); err != nil {
+			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("put_at: %w", err)}
+		}
+		if r.expiresAt.Valid {
+			exp, err := parseStamp(r.expiresAt.String)
+			if err != nil {
+				return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("expires_at: %w", err)}
+			}
+			msg.Expiry = max(exp.Sub(now), time.Nanosecond)
+		}
+		if msg.Properties, err = decodeProperties(r.props); err != nil {
+			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: err}
+		}
+		if msg.Body == nil {
+			msg.Body = []byte{}
+		}
+		out = append(out, msg)
 	}
-	if msg.Properties, err = decodeProperties(props); err != nil {
-		return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: err}
-	}
-	if msg.Body == nil {
-		msg.Body = []byte{}
-	}
-	return msg, nil
+	return out, nil
 }
 
 var errClaimsLost = errors.New("messages got in this unit of work were restored to their queue (connection lease expired)")

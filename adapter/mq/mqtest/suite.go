@@ -27,6 +27,10 @@ type Options struct {
 	// consumer per queue, a second refused naming the holder). Without it
 	// the ExclusiveConsumer case is skipped.
 	ExclusiveConsumer bool
+	// BatchGet: the backend's sessions implement mq.BatchGetter (many
+	// messages in one get call). Without it the BatchGet cases check the
+	// mq.GetBatch fallback (one Get per message) instead.
+	BatchGet bool
 }
 
 type suiteCase struct {
@@ -56,12 +60,17 @@ var cases = []suiteCase{
 	{"InvalidDescriptor", testInvalidDescriptor},
 	{"ExclusiveConsumer", testExclusiveConsumer},
 	{"ExclusiveConsumerRace", testExclusiveConsumerRace},
+	{"BatchGetInOrderHiddenRestored", testBatchGet},
+	{"BatchGetByCorrelIDs", testBatchGetCorrel},
+	{"BatchGetWaitsAndWakes", testBatchGetWait},
+	{"BatchRequestsOneUnit", testBatchRequests},
 }
 
 // concurrent names the cases that race goroutines against one another.
 var concurrent = map[string]bool{
 	"ConcurrentRequesters": true, "ConcurrentConsumersEachOnce": true,
 	"RequestReply": true, "WaitingGetWokenByCommit": true, "ExclusiveConsumerRace": true,
+	"BatchGetWaitsAndWakes": true, "BatchRequestsOneUnit": true,
 }
 
 // Run runs the whole suite. newTransport is called once per subtest; every
@@ -868,5 +877,167 @@ func testExclusiveConsumerRace(t *testing.T, h *harness) {
 	}
 	if err := winner.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func (h *harness) requireBatch(s mq.Session) {
+	h.t.Helper()
+	_, ok := s.(mq.BatchGetter)
+	if h.opts.BatchGet != ok {
+		h.t.Fatalf("Options.BatchGet is %v but the session implements mq.BatchGetter: %v", h.opts.BatchGet, ok)
+	}
+}
+
+func bodies(ms []*mq.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Body))
+	}
+	return out
+}
+
+// testBatchGet: a batch get takes up to max messages in queue order, hides
+// them from other getters until the unit ends, a rollback restores every
+// one with BackoutCount+1, and a commit removes every one.
+func testBatchGet(t *testing.T, h *harness) {
+	q := h.queue("batch", 0, "")
+	h.putCommitted(q, "b0", "b1", "b2", "b3", "b4")
+	s1, s2 := h.session(h.conn), h.session(h.conn)
+	h.requireBatch(s1)
+	ctx := ctxFor(t, 10*time.Second)
+	ms, err := mq.GetBatch(ctx, s1, q, 3)
+	if err != nil {
+		t.Fatalf("batch get: %v", err)
+	}
+	if got := strings.Join(bodies(ms), ","); got != "b0,b1,b2" {
+		t.Fatalf("batch got %s, want b0,b1,b2", got)
+	}
+	rest, err := mq.GetBatch(ctx, s2, q, 10)
+	if err != nil {
+		t.Fatalf("second getter: %v", err)
+	}
+	if got := strings.Join(bodies(rest), ","); got != "b3,b4" {
+		t.Fatalf("second getter got %s, want b3,b4 (b0..b2 are hidden)", got)
+	}
+	h.commit(s2)
+	h.rollback(s1)
+	again, err := mq.GetBatch(ctx, s1, q, 10)
+	if err != nil {
+		t.Fatalf("after rollback: %v", err)
+	}
+	if got := strings.Join(bodies(again), ","); got != "b0,b1,b2" {
+		t.Fatalf("after rollback got %s, want b0,b1,b2", got)
+	}
+	for _, m := range again {
+		if m.BackoutCount != 1 {
+			t.Fatalf("%s: BackoutCount %d after one rollback, want 1", m.Body, m.BackoutCount)
+		}
+	}
+	h.commit(s1)
+	h.expectEmpty(s1, q, mq.Any)
+}
+
+// testBatchGetCorrel: a batch get selecting by several CorrelIDs takes
+// exactly the matching messages and leaves the others.
+func testBatchGetCorrel(t *testing.T, h *harness) {
+	q := h.queue("batchcorrel", 0, "")
+	s := h.session(h.conn)
+	h.requireBatch(s)
+	ids := []mq.ID{mq.NewID(), mq.NewID(), mq.NewID(), mq.NewID()}
+	for i, id := range ids {
+		h.put(s, q, &mq.Message{CorrelID: id, Body: []byte(fmt.Sprintf("c%d", i))})
+	}
+	h.commit(s)
+	ctx := ctxFor(t, 10*time.Second)
+	ms, err := mq.GetBatch(ctx, s, q, 10, mq.ByCorrelID(ids[3]), mq.ByCorrelID(ids[1]), mq.ByCorrelID(mq.NewID()))
+	if err != nil {
+		t.Fatalf("batch get by correl ids: %v", err)
+	}
+	if got := strings.Join(bodies(ms), ","); got != "c1,c3" {
+		t.Fatalf("got %s, want c1,c3 (queue order)", got)
+	}
+	h.commit(s)
+	left, err := mq.GetBatch(ctx, s, q, 10)
+	if err != nil {
+		t.Fatalf("remaining: %v", err)
+	}
+	if got := strings.Join(bodies(left), ","); got != "c0,c2" {
+		t.Fatalf("remaining %s, want c0,c2", got)
+	}
+	h.commit(s)
+}
+
+// testBatchGetWait: a batch get with nothing there waits until a commit
+// puts messages (then takes them), and ends with MQRC 2033 when its
+// context does.
+func testBatchGetWait(t *testing.T, h *harness) {
+	q := h.queue("batchwait", 0, "")
+	s := h.session(h.conn)
+	h.requireBatch(s)
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := mq.GetBatch(short, s, q, 5); !errors.Is(err, mq.ErrNoMessage) {
+		t.Fatalf("empty queue: %v, want MQRC 2033", err)
+	}
+	got := make(chan []*mq.Message, 1)
+	go func() {
+		ms, err := mq.GetBatch(ctxFor(t, 10*time.Second), s, q, 5)
+		if err != nil {
+			t.Errorf("waiting batch get: %v", err)
+		}
+		got <- ms
+	}()
+	time.Sleep(100 * time.Millisecond)
+	p := h.session(h.conn)
+	h.put(p, q, &mq.Message{Body: []byte("w0")})
+	h.put(p, q, &mq.Message{Body: []byte("w1")})
+	h.commit(p)
+	ms := <-got
+	if len(ms) == 0 || string(ms[0].Body) != "w0" {
+		t.Fatalf("waiting batch get returned %v", bodies(ms))
+	}
+	h.commit(s)
+}
+
+// testBatchRequests: mq.SendRequests puts many requests in one unit of
+// work; a responder answers them; mq.AwaitReplies collects every reply by
+// its request's id, whatever order they come in.
+func testBatchRequests(t *testing.T, h *harness) {
+	req, rep := h.queue("batchreq", 0, ""), h.queue("batchrep", 0, "")
+	ctx, cancel := context.WithCancel(ctxFor(t, 20*time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	h.respond(ctx, req, &wg)
+	defer func() { cancel(); wg.Wait() }()
+	s := h.session(h.conn)
+	var reqs []*mq.Message
+	for i := 0; i < 6; i++ {
+		reqs = append(reqs, &mq.Message{Body: []byte(fmt.Sprintf("q%d", i))})
+	}
+	ids, err := mq.SendRequests(ctx, s, req, rep, reqs)
+	if err != nil {
+		t.Fatalf("send requests: %v", err)
+	}
+	replies, err := mq.AwaitReplies(ctxFor(t, 10*time.Second), s, rep, ids)
+	if err != nil {
+		t.Fatalf("await replies: %v", err)
+	}
+	for i, id := range ids {
+		if r := replies[id]; r == nil || string(r.Body) != fmt.Sprintf("re:q%d", i) {
+			t.Fatalf("reply to q%d: %v", i, r)
+		}
+	}
+	// A request nobody answers: AwaitReplies times out naming it.
+	lone := h.queue("batchlone", 0, "")
+	ids, err = mq.SendRequests(ctx, s, lone, rep, []*mq.Message{{Body: []byte("x")}})
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	short, scancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer scancel()
+	got, err := mq.AwaitReplies(short, s, rep, ids)
+	var te *mq.ReplyTimeoutError
+	if !errors.As(err, &te) || te.RequestID != ids[0] || len(got) != 0 {
+		t.Fatalf("unanswered: %v (%d replies), want *mq.ReplyTimeoutError for %s", err, len(got), ids[0])
 	}
 }

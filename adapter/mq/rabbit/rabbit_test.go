@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 	requireBroker(t)
 	tr := New(DefaultURL, Options{})
 	mqtest.Run(t, func(t *testing.T) mq.Transport { return tr },
-		mqtest.Options{FIFOOnly: true, SkipCountsAsBackout: true, ExclusiveConsumer: true})
+		mqtest.Options{FIFOOnly: true, SkipCountsAsBackout: true, ExclusiveConsumer: true, BatchGet: true})
 }
 
 // TestRaceConformance is the concurrency part of the suite, named so that
@@ -46,7 +46,7 @@ func TestRaceConformance(t *testing.T) {
 	requireBroker(t)
 	tr := New(DefaultURL, Options{})
 	mqtest.RunConcurrent(t, func(t *testing.T) mq.Transport { return tr },
-		mqtest.Options{FIFOOnly: true, SkipCountsAsBackout: true, ExclusiveConsumer: true})
+		mqtest.Options{FIFOOnly: true, SkipCountsAsBackout: true, ExclusiveConsumer: true, BatchGet: true})
 }
 
 // Past x-delivery-limit the broker itself dead-letters to the backout

@@ -94,6 +94,21 @@ func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error 
 }
 
 func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Message, error) {
+	msgs, err := s.getN(ctx, queue, 1, []mq.Match{match})
+	if err != nil {
+		return nil, err
+	}
+	return msgs[0], nil
+}
+
+// GetBatch takes up to max messages selected by any of matches
+// (mq.BatchGetter): the first as Get takes it, the rest with basic.get
+// without waiting.
+func (s *session) GetBatch(ctx context.Context, queue string, max int, matches ...mq.Match) ([]*mq.Message, error) {
+	return s.getN(ctx, queue, mq.BatchMax(max), matches)
+}
+
+func (s *session) getN(ctx context.Context, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.channel("get", queue); err != nil {
@@ -102,19 +117,41 @@ func (s *session) Get(ctx context.Context, queue string, match mq.Match) (*mq.Me
 	if err := s.c.exists("get", queue); err != nil {
 		return nil, err
 	}
-	if match == mq.Any {
-		if m, err := s.tryGet(queue, match); err != nil || m != nil {
-			return m, err
-		}
-		return s.consumeOne(ctx, queue)
+	anyMsg := len(matches) == 0
+	for _, m := range matches {
+		anyMsg = anyMsg || m == mq.Any
 	}
+	if anyMsg && n == 1 {
+		if ms, err := s.tryGet(queue, nil, n); err != nil || len(ms) > 0 {
+			return ms, err
+		}
+		m, err := s.consumeOne(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		return []*mq.Message{m}, nil
+	}
+	if anyMsg {
+		return s.consumeBatch(ctx, queue, n, nil)
+	}
+	// Filtered: basic.get polling, backing off 1 ms -> PollInterval; a
+	// batch is taken by a consumer that hands back what it does not want.
 	pause := time.Millisecond
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
-		m, err := s.tryGet(queue, match)
-		if err != nil || m != nil {
-			return m, err
+		var ms []*mq.Message
+		var err error
+		if n > 1 {
+			ms, err = s.consumeBatch(ctx, queue, n, matches)
+			if mq.ReasonOf(err) == mq.ReasonNoMsgAvailable {
+				err = nil
+			}
+		} else {
+			ms, err = s.tryGet(queue, matches, n)
+		}
+		if err != nil || len(ms) > 0 {
+			return ms, err
 		}
 		if ctx.Err() != nil {
 			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
@@ -168,15 +205,11 @@ func (s *session) consumeOne(ctx context.Context, queue string) (*mq.Message, er
 			}
 			return nil, s.c.mapErr("get", queue, amqp.ErrClosed)
 		}
-		m, expired, warn := fromDelivery(got, s.c.t.opts.Clock.Now())
-		if warn != nil {
-			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		m, err := s.live(ch, queue, got)
+		if err != nil {
+			return nil, err
 		}
-		if expired {
-			if err := ch.Ack(got.DeliveryTag, false); err != nil {
-				return nil, s.c.mapErr("get", queue, err)
-			}
-			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+		if m == nil {
 			continue
 		}
 		s.lastTag = max(s.lastTag, got.DeliveryTag)
@@ -184,13 +217,139 @@ func (s *session) consumeOne(ctx context.Context, queue string) (*mq.Message, er
 	}
 }
 
+// live reads a delivery; an expired one is acked away (discarded) and
+// reported as nil.
+func (s *session) live(ch *amqp.Channel, queue string, d *amqp.Delivery) (*mq.Message, error) {
+	m, expired, warn := fromDelivery(d, s.c.t.opts.Clock.Now())
+	if warn != nil {
+		s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+	}
+	if !expired {
+		return m, nil
+	}
+	if err := ch.Ack(d.DeliveryTag, false); err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+	return nil, nil
+}
+
+// skipRoom is how many deliveries a filtered batch get may hold that it
+// does not want (other requesters' replies) besides the n it wants.
+const skipRoom = 16
+
+// batchLinger is how long a batch get, once it has a message, waits for
+// the next delivery before it ends the batch.
+const batchLinger = 2 * time.Millisecond
+
+// consumeBatch takes up to n messages matching any of matches (none: every
+// message) with a consumer whose prefetch is n: the broker pushes what the
+// queue holds back to back, without a round trip per message. It waits
+// for the first until ctx is done; then takes deliveries until n are taken
+// or none came for batchLinger. Deliveries still in flight after the
+// consumer's cancel are kept too (the prefetch bounds them to n), so none
+// is handed back and counted as a backout. Deliveries that match nothing
+// are held (skipRoom more prefetch slots) and nacked back with requeue in
+// their order at the end (counted in their x-delivery-count, as a filtered
+// Get's pass does); when every slot holds one and nothing was taken it
+// returns none, and the caller looks again after a pause.
+func (s *session) consumeBatch(ctx context.Context, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
+	ch, err := s.channel("get", queue)
+	if err != nil {
+		return nil, err
+	}
+	prefetch := n
+	if len(matches) > 0 {
+		prefetch += skipRoom
+	}
+	if err := ch.Qos(prefetch, 0, false); err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	defer func() {
+		if !ch.IsClosed() {
+			_ = ch.Qos(1, 0, false)
+		}
+	}()
+	tag := "zcgw-get-" + mq.NewID().String()[:20]
+	deliveries, err := ch.Consume(queue, tag, false, false, false, false, nil)
+	if err != nil {
+		return nil, s.c.mapErr("get", queue, err)
+	}
+	var out []*mq.Message
+	var firstErr error
+	var skipped []uint64 // held until the end, then handed back in order
+	take := func(d amqp.Delivery) {
+		m, err := s.live(ch, queue, &d)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		if m == nil {
+			return
+		}
+		if !mq.AnyOf(m, matches) {
+			skipped = append(skipped, d.DeliveryTag)
+			return
+		}
+		s.lastTag = max(s.lastTag, d.DeliveryTag)
+		out = append(out, m)
+	}
+	linger := time.NewTimer(time.Hour)
+	defer linger.Stop()
+wait:
+	for len(out) < n {
+		var quiet <-chan time.Time
+		if len(out) > 0 {
+			linger.Reset(batchLinger)
+			quiet = linger.C
+		}
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				break wait
+			}
+			// Every prefetch slot holds a message nobody here wants:
+			// nothing more will come.
+			if take(d); len(out) == 0 && len(skipped) >= prefetch {
+				break wait
+			}
+		case <-quiet:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	_ = ch.Cancel(tag, false) // on failure the channel is closed, which ends deliveries too
+	for d := range deliveries {
+		take(d)
+	}
+	for _, t := range skipped {
+		if err := ch.Nack(t, false, true); err != nil && firstErr == nil {
+			firstErr = s.c.mapErr("get", queue, err)
+		}
+	}
+	if firstErr != nil {
+		return out, firstErr
+	}
+	if len(out) == 0 {
+		if ctx.Err() != nil {
+			return nil, &mq.Error{Reason: mq.ReasonNoMsgAvailable, Op: "get", Queue: queue, Cause: ctx.Err()}
+		}
+		if len(skipped) > 0 {
+			return nil, nil
+		}
+		return nil, s.c.mapErr("get", queue, amqp.ErrClosed)
+	}
+	return out, nil
+}
+
 // maxScan bounds how many messages one filtered get passes over.
 const maxScan = 10000
 
-// tryGet takes the first matching message without waiting. Expired
+// tryGet takes up to n messages matching any of matches (none: every
+// message) without waiting, in queue order. Expired
 // messages it meets are acked (discarded); messages passed over by a
 // filtered get are nacked back with requeue.
-func (s *session) tryGet(queue string, match mq.Match) (*mq.Message, error) {
+func (s *session) tryGet(queue string, matches []mq.Match, n int) (out []*mq.Message, err error) {
 	ch, err := s.channel("get", queue)
 	if err != nil {
 		return nil, err
@@ -206,30 +365,28 @@ func (s *session) tryGet(queue string, match mq.Match) (*mq.Message, error) {
 	for scanned := 0; scanned < maxScan; scanned++ {
 		d, ok, err := ch.Get(queue, false)
 		if err != nil {
-			return nil, s.c.mapErr("get", queue, err)
+			return out, s.c.mapErr("get", queue, err)
 		}
 		if !ok {
-			return nil, nil
+			return out, nil
 		}
-		m, expired, warn := fromDelivery(&d, s.c.t.opts.Clock.Now())
-		if warn != nil {
-			s.c.log.Warn("mq.header_ignored", "queue", queue, "error", warn.Error())
+		m, err := s.live(ch, queue, &d)
+		if err != nil {
+			return out, err
 		}
-		if expired {
-			if err := ch.Ack(d.DeliveryTag, false); err != nil {
-				return nil, s.c.mapErr("get", queue, err)
-			}
-			s.c.log.Info("mq.expired_discarded", "queue", queue, "msg_id", m.MsgID.String())
+		if m == nil {
 			continue
 		}
-		if !match.Matches(m) {
+		if !mq.AnyOf(m, matches) {
 			skipped = append(skipped, d.DeliveryTag)
 			continue
 		}
 		s.lastTag = max(s.lastTag, d.DeliveryTag)
-		return m, nil
+		if out = append(out, m); len(out) >= n {
+			return out, nil
+		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 func (s *session) Commit(ctx context.Context) error {
