@@ -30,7 +30,6 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/adapter/mq"
-	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/bankclient"
 	"github.com/zcgw/zcgw/coordinator/cases"
@@ -85,7 +84,8 @@ type Options struct {
 // the posting is IN_DOUBT.
 const linkTimeout = 5 * time.Second
 
-// Bank is one bank of the node: its adapter in front of its simulated core.
+// Bank is one bank of the node: its adapter in front of its core (Core is
+// the simulated core the node runs, nil for an external core).
 type Bank struct {
 	ID      string
 	Adapter *adapter.Adapter
@@ -119,7 +119,8 @@ type Node struct {
 	Banks        map[string]*Bank
 	Keys         *signing.Registry
 	Client       *bankclient.Client
-	Transport    *embedded.Transport
+	// Transport is the queue manager node.json's mq block names (mq.go).
+	Transport mq.Transport
 	// NonceDB is the ingress nonce store (ingress-nonces.db); zcgw bench
 	// reads its commit counter.
 	NonceDB *store.DB
@@ -293,12 +294,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 
-	// The queue manager's connection leases and heartbeats measure real
-	// elapsed time (its tickers are real), so it runs on the system clock
-	// even when the node's business clock is a manual one: a business-clock
-	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: log, PollInterval: 5 * time.Millisecond,
-		App: "zcgw serve " + n.ID.String()})
+	if n.Transport, err = openTransport(cfg.MQ, opts.DataDir, "zcgw serve "+n.ID.String(), log); err != nil {
+		ln.Close()
+		return n, err
+	}
 	handlers := map[string]http.Handler{}
 	for _, bc := range cfg.Banks {
 		b, err := n.openBank(ctx, runCtx, bc, opts)
@@ -434,38 +433,11 @@ func (n *Node) goLoop(f func()) {
 func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options) (*Bank, error) {
 	path := func(name string) string { return filepath.Join(opts.DataDir, name) }
 	b := &Bank{ID: bc.BankID, Config: bc}
+	if err := n.startCore(ctx, runCtx, b, bc, opts); err != nil {
+		return nil, err
+	}
 	var err error
-	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: path("core-" + bc.BankID + ".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
-		return nil, err
-	}
-	n.closers = append(n.closers, b.Core.Close)
-	conn, err := n.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The core's one consumer: a second one (another process on this queue
-	// file) refuses the start, naming the holder. A holder that is an
-	// earlier start of this node, killed, is taken over at once once its
-	// process is gone; the short retry covers a process still exiting.
-	serve := coresim.ServeConfig{Poll: 5 * time.Millisecond}
-	for wait := time.Now().Add(2 * time.Second); ; {
-		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
-			break
-		}
-		if !errors.Is(err, mq.ErrInUse) || time.Now().After(wait) {
-			conn.Close()
-			return nil, err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.goLoop(func() {
-		if err := b.Core.Serve(runCtx, conn, serve); err != nil && runCtx.Err() == nil {
-			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
-		}
-		conn.Close()
-	})
-	if b.Link, err = corelink.Open(ctx, corelink.Config{Bank: bc.BankID, Transport: n.Transport, Timeout: linkTimeout,
-		Clock: opts.Clock, Logger: opts.Logger, Online: b.Core.Online}); err != nil {
+	if b.Link, err = corelink.Open(ctx, n.linkConfig(b, opts)); err != nil {
 		return nil, err
 	}
 	n.closers = append(n.closers, b.Link.Close)
@@ -479,7 +451,10 @@ func (n *Node) openBank(ctx, runCtx context.Context, bc BankConfig, opts Options
 		return nil, err
 	}
 	for _, a := range bc.Accounts {
-		if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
+		if b.Core == nil {
+			// An external core opens its accounts itself; the shadow
+			// below takes their balances from it by inquiry.
+		} else if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
 			return nil, err
 		} else if !bal.Found {
 			if err := b.Core.OpenAccount(ctx, a.CoreAccount, a.Name, a.Balance); err != nil {
@@ -526,6 +501,9 @@ type overnightFolders struct{ Inbound, Results string }
 // batch window it runs the posting files delivered to its inbound folder
 // and writes their result files (a real core does this on its side).
 func corePickupLoop(ctx context.Context, b *Bank, clk clock.Clock, log *slog.Logger) {
+	if b.Core == nil {
+		return // an external core picks up its files itself
+	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
