@@ -3,6 +3,7 @@ module github.com/zcgw/zcgw
 go 1.26.8
 
 require (
+	github.com/Azure/go-amqp v1.7.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/prometheus/client_golang v1.25.0
@@ -16,7 +17,6 @@ require (
 )
 
 require (
-	github.com/Azure/go-amqp v1.7.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect

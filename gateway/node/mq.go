@@ -13,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/adapter/mq/amqp1"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/adapter/mq/rabbit"
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -161,6 +162,12 @@ func openTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Trans
 	switch m.kind() {
 	case MQRabbitMQ:
 		return rabbit.New(m.URL, rabbit.Options{Logger: log, App: app, PollInterval: 5 * time.Millisecond}), nil
+	case MQAMQP1:
+		o := amqp1.Options{Logger: log, App: app, AddressPrefix: m.AddressPrefix, PollInterval: 5 * time.Millisecond}
+		if m.Declare == "rabbitmq" {
+			o.Admin = rabbit.New(m.URL, rabbit.Options{Logger: log, App: app})
+		}
+		return amqp1.New(m.URL, o), nil
 	case MQEmbedded:
 		return embedded.New(filepath.Join(dataDir, "mq.db"), embedded.Options{Clock: clock.System{}, Logger: log,
 			PollInterval: 5 * time.Millisecond, App: app}), nil
