@@ -154,11 +154,14 @@ func checkQueueName(name string) error {
 	return nil
 }
 
-// openTransport returns the queue manager the mq block names. The
+// OpenTransport returns the queue manager the mq block names (nil: the
+// embedded queue file under dataDir); app names the connections. It is
+// the one place a transport is chosen: `zcgw serve`, `zcgw coresim`,
+// `zcgw demo` and `zcgw bench` all come here. The
 // embedded queue manager's connection leases and heartbeats measure real
 // elapsed time (its tickers are real), so it runs on the system clock even
 // when the node's business clock is a manual one.
-func openTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Transport, error) {
+func OpenTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Transport, error) {
 	switch m.kind() {
 	case MQRabbitMQ:
 		return rabbit.New(m.URL, rabbit.Options{Logger: log, App: app, PollInterval: 5 * time.Millisecond}), nil

@@ -294,7 +294,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 
-	if n.Transport, err = openTransport(cfg.MQ, opts.DataDir, "zcgw serve "+n.ID.String(), log); err != nil {
+	if n.Transport, err = OpenTransport(cfg.MQ, opts.DataDir, "zcgw serve "+n.ID.String(), log); err != nil {
 		ln.Close()
 		return n, err
 	}
