@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/gateway/bench"
 	"github.com/zcgw/zcgw/gateway/node"
 )
@@ -57,8 +58,26 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	keep := fs.Bool("keep", false, "keep the data folder")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	mqFlag := mqFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	mqCfg, err := mqFlag()
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 2
+	}
+	if mqCfg != nil { // core queues of this run's own, deleted after it
+		mqCfg.Queues = &node.MQQueues{Prefix: "BENCH" + mq.NewID().String()[:8] + ".{bank}."}
+		defer func() {
+			var ids []string
+			for _, b := range bench.Config(*banks).Banks {
+				ids = append(ids, b.BankID)
+			}
+			if err := node.DeleteCoreQueues(context.WithoutCancel(ctx), mqCfg, ids, nil); err != nil {
+				fmt.Fprintln(e.Stderr, "zcgw bench: deleting the run's queues:", err)
+			}
+		}()
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.Stderr, "zcgw bench: unexpected argument %q\n", fs.Arg(0))
@@ -105,7 +124,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir,
+	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir, MQ: mqCfg,
 		Progress: e.Stderr, BeforeCheck: benchBeforeCheck})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {

@@ -22,12 +22,13 @@ import (
 
 // Options describe one bench run.
 type Options struct {
-	N       int         // transfers
-	Clients int         // concurrent clients (closed loop)
-	Rate    float64     // transfers/s (open loop) when > 0
-	Lanes   []LaneShare // default EXPRESS=100
-	Banks   int         // default 4
-	DataDir string      // the node's data folder (fresh)
+	N       int            // transfers
+	Clients int            // concurrent clients (closed loop)
+	Rate    float64        // transfers/s (open loop) when > 0
+	Lanes   []LaneShare    // default EXPRESS=100
+	Banks   int            // default 4
+	DataDir string         // the node's data folder (fresh)
+	MQ      *node.MQConfig // the node's queue manager (nil: the embedded queue file)
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds the wait for every transfer to be terminal (default 2m).
@@ -111,6 +112,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		o.Quiesce = 2 * time.Minute
 	}
 	cfg := Config(o.Banks)
+	cfg.MQ = o.MQ
 	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg})
 	if err != nil {
 		return rep, fmt.Errorf("bench: start node: %w", err)

@@ -315,23 +315,11 @@ func (d *day) deleteRunQueues() error {
 	if d.mq == nil || d.mq.Queues == nil || !strings.HasPrefix(d.mq.Queues.Prefix, "DEMO") {
 		return nil
 	}
-	tr, err := node.OpenTransport(d.mq, d.dir, "zcgw demo", d.log)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 30*time.Second)
 	defer cancel()
-	conn, err := tr.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var errs []error
+	ids := make([]string, 0, len(banks))
 	for _, b := range banks {
-		q := d.mq.Naming().For(b.ID)
-		for _, name := range []string{q.Request, q.Reply, q.Backout} {
-			errs = append(errs, conn.DeleteQueue(ctx, name))
-		}
+		ids = append(ids, b.ID)
 	}
-	return errors.Join(errs...)
+	return node.DeleteCoreQueues(ctx, d.mq, ids, d.log)
 }

@@ -233,3 +233,27 @@ func (n *Node) linkConfig(b *Bank, opts Options) corelink.Config {
 	}
 	return cfg
 }
+
+// DeleteCoreQueues deletes the core queues of the given banks on the mq
+// block's broker (a run's own queues: `zcgw demo`, `zcgw bench`).
+func DeleteCoreQueues(ctx context.Context, m *MQConfig, bankIDs []string, log *slog.Logger) error {
+	tr, err := OpenTransport(m, "", "zcgw cleanup", log)
+	if err != nil {
+		return err
+	}
+	conn, err := tr.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var errs []error
+	for _, id := range bankIDs {
+		q := m.Naming().For(id)
+		for _, name := range []string{q.Request, q.Reply, q.Backout} {
+			if err := conn.DeleteQueue(ctx, name); err != nil && !errors.Is(err, mq.ErrUnknownQueue) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
