@@ -22,13 +22,14 @@ import (
 
 // Options describe one bench run.
 type Options struct {
-	N       int            // transfers
-	Clients int            // concurrent clients (closed loop)
-	Rate    float64        // transfers/s (open loop) when > 0
-	Lanes   []LaneShare    // default EXPRESS=100
-	Banks   int            // default 4
-	DataDir string         // the node's data folder (fresh)
-	MQ      *node.MQConfig // the node's queue manager (nil: the embedded queue file)
+	N       int         // transfers
+	Clients int         // concurrent clients (closed loop)
+	Rate    float64     // transfers/s (open loop) when > 0
+	Lanes   []LaneShare // default EXPRESS=100
+	Banks   int         // default 4
+	DataDir string      // the node's data folder (fresh)
+	// MQ is the node's queue manager (nil: the embedded queue file).
+	MQ *node.MQConfig
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds the wait for every transfer to be terminal (default 2m).
