@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -140,7 +139,7 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	qs := mqCfg.Naming().For(*bank)
 	where := *mqPath
 	if broker {
-		where = redactURL(*mqPath)
+		where = mq.RedactURL(*mqPath)
 	}
 	return serveCore(ctx, e, core, tr, coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout}, *bank, where, *dbPath, logger)
 }
@@ -190,14 +189,4 @@ func serveCore(ctx context.Context, e *env, core *coresim.Core, tr mq.Transport,
 			return 1
 		}
 	}
-}
-
-// redactURL keeps a broker password out of what is printed.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User(u.User.Username())
-	return u.String()
 }

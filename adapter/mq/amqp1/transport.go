@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -111,7 +110,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		IdleTimeout: 30 * time.Second,
 	})
 	if err != nil {
-		return nil, &mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: fmt.Errorf("dial %s: %w", redactURL(t.url), err)}
+		return nil, &mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: fmt.Errorf("dial %s: %w", mq.RedactURL(t.url), err)}
 	}
 	c := &conn{t: t, ac: ac, id: id, log: t.opts.Logger.With("mq_conn", id), sessions: map[*session]struct{}{}}
 	if t.opts.Admin != nil {
@@ -121,16 +120,6 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		}
 	}
 	return c, nil
-}
-
-// redactURL keeps the broker password out of errors and logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User(u.User.Username())
-	return u.String()
 }
 
 type conn struct {
