@@ -54,13 +54,7 @@ func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error 
 	if err := s.c.probe(ctx, "put", queue); err != nil {
 		return err
 	}
-	if msg.MsgID.IsZero() {
-		msg.MsgID = mq.NewID()
-	}
-	msg.PutTime = s.c.t.opts.Clock.Now()
-	cp := msg.Clone()
-	cp.BackoutCount = 0
-	s.puts = append(s.puts, pendingPut{queue: queue, msg: cp})
+	s.puts = append(s.puts, pendingPut{queue: queue, msg: mq.Stamp(msg, s.c.t.opts.Clock.Now())})
 	return nil
 }
 
@@ -89,27 +83,9 @@ func (s *session) receiver(ctx context.Context, queue string) (*amqp.Receiver, e
 // a message). The wait is needed because RabbitMQ 3.x answers a drain
 // without handing over what its quorum queue holds.
 func (s *session) look(ctx context.Context, queue string, r *amqp.Receiver) (*amqp.Message, error) {
-	if m := r.Prefetched(); m != nil {
-		return m, nil
-	}
-	if err := r.IssueCredit(1); err != nil {
-		return nil, s.c.mapErr("get", queue, err)
-	}
-	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.t.opts.LookWait)
-	defer lcancel()
-	m, err := r.Receive(lctx, nil)
-	if err == nil {
-		return m, nil
-	}
-	if lctx.Err() == nil {
-		return nil, s.c.mapErr("get", queue, err)
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.t.opts.DialTimeout)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.t.opts.LookWait)
 	defer cancel()
-	if err := r.DrainCredit(dctx, nil); err != nil {
-		return nil, s.c.mapErr("get", queue, fmt.Errorf("draining link credit: %w", err))
-	}
-	return r.Prefetched(), nil
+	return s.wait(lctx, queue, r)
 }
 
 // wait waits for the next message with one credit until ctx is done, then
