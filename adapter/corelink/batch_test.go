@@ -3,10 +3,10 @@ package corelink_test
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coremsg"
 	"testing"
 	"time"
 
-	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -28,7 +28,7 @@ func queueBatch(t *testing.T, w *world, before func(), ps []outbox.Posting) []ou
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	rq, _, _ := corelink.QueueNames(bank)
+	rq := coremsg.QueuesFor(bank).Request
 	want := int64(len(ps))
 	if before != nil {
 		want++
@@ -95,7 +95,8 @@ func TestBadRequestInABatchIsIsolated(t *testing.T) {
 	defer conn.Close()
 	s, _ := conn.Session(ctx)
 	defer s.Close()
-	rq, pq, bq := corelink.QueueNames(bank)
+	qs := coremsg.QueuesFor(bank)
+	rq, pq, bq := qs.Request, qs.Reply, qs.Backout
 	res := queueBatch(t, w, func() {
 		if _, err := mq.SendRequest(ctx, s, rq, pq, &mq.Message{Body: []byte("NOT A CORE MESSAGE")}); err != nil {
 			t.Fatal(err)

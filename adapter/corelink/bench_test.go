@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/adapter/mq/amqp1"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/adapter/mq/rabbit"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -173,6 +174,14 @@ func BenchmarkDrainRabbit(b *testing.B) {
 			benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".B%d", time.Now().UnixNano())), p)
 		})
 	}
+}
+
+// BenchmarkDrainAMQP1 is BenchmarkDrainEmbedded over AMQP 1.0 (RabbitMQ's
+// rabbitmq_amqp1_0 plugin; queues declared over AMQP 0-9-1).
+func BenchmarkDrainAMQP1(b *testing.B) {
+	rabbitOrSkip(b)
+	tr := amqp1.New(rabbitURL, amqp1.Options{PollInterval: 2 * time.Millisecond, Admin: rabbit.New(rabbitURL, rabbit.Options{})})
+	benchDrain(b, newWorldOn(b, b.TempDir(), tr, 10*time.Second, fmt.Sprintf(".A%d", time.Now().UnixNano())), 1)
 }
 
 // benchRaw measures the transport alone: put+commit then get+commit of a

@@ -5,26 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/formats/charset"
+	"github.com/zcgw/zcgw/formats/coremsg"
 	"github.com/zcgw/zcgw/outbox"
 )
-
-// QueueNames are the default queues of a bank's core: requests, replies,
-// and the backout queue of the request queue.
-func QueueNames(bank string) (request, reply, backout string) {
-	return "CORE." + bank + ".REQUEST", "CORE." + bank + ".REPLY", "CORE." + bank + ".BACKOUT"
-}
 
 // Config wires a Link.
 type Config struct {
 	Bank      string
 	Transport mq.Transport
-	// Queue names default to QueueNames(Bank).
+	// Queue names default to coremsg.QueuesFor(Bank).
 	RequestQueue, ReplyQueue, BackoutQueue string
 	// BackoutThreshold declared on the request queue (default 3).
 	BackoutThreshold int
@@ -47,12 +43,14 @@ type Config struct {
 
 // Link is a connection to one core. It is safe for concurrent use.
 type Link struct {
-	cfg  Config
-	conn mq.Connection
-	pool chan mq.Session
-	clk  clock.Clock
-	log  *slog.Logger
-	cs   *charset.Charset
+	cfg    Config
+	mu     sync.Mutex // guards conn and closed
+	conn   mq.Connection
+	closed bool
+	pool   chan mq.Session
+	clk    clock.Clock
+	log    *slog.Logger
+	cs     *charset.Charset
 }
 
 var _ outbox.Core = (*Link)(nil)
@@ -62,15 +60,15 @@ func Open(ctx context.Context, cfg Config) (*Link, error) {
 	if cfg.Bank == "" || cfg.Transport == nil {
 		return nil, errors.New("corelink: Config.Bank and Config.Transport are required")
 	}
-	rq, pq, bq := QueueNames(cfg.Bank)
+	def := coremsg.QueuesFor(cfg.Bank)
 	if cfg.RequestQueue == "" {
-		cfg.RequestQueue = rq
+		cfg.RequestQueue = def.Request
 	}
 	if cfg.ReplyQueue == "" {
-		cfg.ReplyQueue = pq
+		cfg.ReplyQueue = def.Reply
 	}
 	if cfg.BackoutQueue == "" {
-		cfg.BackoutQueue = bq
+		cfg.BackoutQueue = def.Backout
 	}
 	if cfg.BackoutThreshold <= 0 {
 		cfg.BackoutThreshold = 3
@@ -92,25 +90,68 @@ func Open(ctx context.Context, cfg Config) (*Link, error) {
 	if l.cs == nil {
 		l.cs = charset.EBCDIC290
 	}
-	conn, err := cfg.Transport.Connect(ctx)
+	conn, err := l.connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("corelink %s: connect: %w", cfg.Bank, err)
+		return nil, err
 	}
 	l.conn = conn
-	for _, spec := range []mq.QueueSpec{
-		{Name: cfg.BackoutQueue},
-		{Name: cfg.RequestQueue, BackoutThreshold: cfg.BackoutThreshold, BackoutQueue: cfg.BackoutQueue},
-		{Name: cfg.ReplyQueue},
-	} {
-		if err := conn.DeclareQueue(ctx, spec); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("corelink %s: declare %s: %w", cfg.Bank, spec.Name, err)
-		}
-	}
 	for i := 0; i < cfg.Sessions; i++ {
 		l.pool <- nil // opened lazily
 	}
 	return l, nil
+}
+
+// connect opens a connection and declares the core's queues on it.
+func (l *Link) connect(ctx context.Context) (mq.Connection, error) {
+	conn, err := l.cfg.Transport.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("corelink %s: connect: %w", l.cfg.Bank, err)
+	}
+	for _, spec := range []mq.QueueSpec{
+		{Name: l.cfg.BackoutQueue},
+		{Name: l.cfg.RequestQueue, BackoutThreshold: l.cfg.BackoutThreshold, BackoutQueue: l.cfg.BackoutQueue},
+		{Name: l.cfg.ReplyQueue},
+	} {
+		if err := conn.DeclareQueue(ctx, spec); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("corelink %s: declare %s: %w", l.cfg.Bank, spec.Name, err)
+		}
+	}
+	return conn, nil
+}
+
+// connection is the link's current connection.
+func (l *Link) connection() mq.Connection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn
+}
+
+// session opens a session on the current connection. When the connection
+// is broken (the broker restarted, or closed it; a lost lease) the link
+// connects again once and opens the session there: a broker restart costs
+// the requests in flight (in doubt, settled by inquiry), not the link.
+func (l *Link) session(ctx context.Context) (mq.Session, error) {
+	conn := l.connection()
+	s, err := conn.Session(ctx)
+	if err == nil || !(errors.Is(err, mq.ErrConnectionBroken) || errors.Is(err, mq.ErrClosed)) {
+		return s, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, err
+	}
+	if l.conn == conn {
+		fresh, cerr := l.connect(ctx)
+		if cerr != nil {
+			return nil, errors.Join(err, cerr)
+		}
+		_ = conn.Close()
+		l.conn = fresh
+		l.log.WarnContext(ctx, "corelink.reconnected", "bank", l.cfg.Bank, "cause", err.Error())
+	}
+	return l.conn.Session(ctx)
 }
 
 // Close closes the sessions and the connection.
@@ -121,7 +162,11 @@ func (l *Link) Close() error {
 			errs = append(errs, s.Close())
 		}
 	}
-	errs = append(errs, l.conn.Close())
+	l.mu.Lock()
+	l.closed = true
+	conn := l.conn
+	l.mu.Unlock()
+	errs = append(errs, conn.Close())
 	return errors.Join(errs...)
 }
 
@@ -171,7 +216,7 @@ func (l *Link) roundTrips(ctx context.Context, op string, bodies [][]byte) (repl
 		l.pool <- sess
 	}()
 	if sess == nil {
-		s, err := l.conn.Session(ctx)
+		s, err := l.session(ctx)
 		if err != nil {
 			return fail(&sendError{err: fmt.Errorf("corelink %s: session: %w", l.cfg.Bank, err)})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coremsg"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -60,7 +61,8 @@ func newWorldOn(t testing.TB, dir string, tr mq.Transport, timeout time.Duration
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &world{dir: dir, tr: tr, cases: &caseBook{byKey: map[string]int{}, reason: map[string]string{}}}
-	rq, pq, bq := corelink.QueueNames(bank)
+	q := coremsg.QueuesFor(bank)
+	rq, pq, bq := q.Request, q.Reply, q.Backout
 	rq, pq, bq = rq+suffix, pq+suffix, bq+suffix
 	var err error
 	w.core, err = coresim.Open(ctx, coresim.Config{Bank: bank, DBPath: filepath.Join(w.dir, "core.db")})
@@ -490,7 +492,7 @@ func TestPoisonRequestGoesToBackoutQueue(t *testing.T) {
 	defer conn.Close()
 	s, _ := conn.Session(ctx)
 	defer s.Close()
-	rq, _, bq := corelink.QueueNames(bank)
+	rq, bq := coremsg.QueuesFor(bank).Request, coremsg.QueuesFor(bank).Backout
 	if _, err := mq.SendRequest(ctx, s, rq, "CORE.001.REPLY", &mq.Message{Body: []byte("NOT A CORE MESSAGE")}); err != nil {
 		t.Fatal(err)
 	}

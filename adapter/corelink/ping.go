@@ -12,7 +12,7 @@ import (
 // nil when the queue manager answers. It puts and gets nothing, so it is a
 // cheap readiness probe.
 func (l *Link) Ping(ctx context.Context) error {
-	if _, err := l.conn.Queue(ctx, l.cfg.RequestQueue); err != nil {
+	if _, err := l.connection().Queue(ctx, l.cfg.RequestQueue); err != nil {
 		return fmt.Errorf("corelink %s: inquire %s: %w", l.cfg.Bank, l.cfg.RequestQueue, err)
 	}
 	return nil
@@ -32,7 +32,7 @@ type QueueDepth struct {
 // backout queues (MQINQ CURDEPTH), in that order; ErrNoDepth when the
 // backend cannot say.
 func (l *Link) Depths(ctx context.Context) ([]QueueDepth, error) {
-	di, ok := l.conn.(mq.DepthInquirer)
+	di, ok := l.connection().(mq.DepthInquirer)
 	if !ok {
 		return nil, ErrNoDepth
 	}

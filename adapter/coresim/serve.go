@@ -10,17 +10,13 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/formats/coremsg"
 )
-
-// QueueNames returns the request queue and its backout queue of a bank's
-// core. Replies go to the queue named in each request's ReplyTo.
-func QueueNames(bank string) (request, backout string) {
-	return "CORE." + bank + ".REQUEST", "CORE." + bank + ".BACKOUT"
-}
 
 // ServeConfig configures the MQ serving loop.
 type ServeConfig struct {
-	// RequestQueue defaults to QueueNames(bank).
+	// RequestQueue and BackoutQueue default to coremsg.QueuesFor(bank).
+	// Replies go to the queue named in each request's ReplyTo.
 	RequestQueue string
 	BackoutQueue string
 	// BackoutThreshold: a request backed out this many times is moved to
@@ -46,12 +42,12 @@ type ServeConfig struct {
 }
 
 func (c *Core) serveDefaults(cfg ServeConfig) ServeConfig {
-	rq, bq := QueueNames(c.bank)
+	def := coremsg.QueuesFor(c.bank)
 	if cfg.RequestQueue == "" {
-		cfg.RequestQueue = rq
+		cfg.RequestQueue = def.Request
 	}
 	if cfg.BackoutQueue == "" {
-		cfg.BackoutQueue = bq
+		cfg.BackoutQueue = def.Backout
 	}
 	if cfg.BackoutThreshold <= 0 {
 		cfg.BackoutThreshold = 3

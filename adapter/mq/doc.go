@@ -8,7 +8,9 @@
 // the helpers written once on top of the interface: request/reply
 // (SendRequest, AwaitReply, Request, Reply) and the poison handler
 // (HandlePoison). Backends live in subpackages: adapter/mq/embedded (the
-// default, a SQLite file) and adapter/mq/rabbit (RabbitMQ over AMQP 0-9-1).
+// default, a SQLite file), adapter/mq/rabbit (RabbitMQ over AMQP 0-9-1)
+// and adapter/mq/amqp1 (any AMQP 1.0 broker: IBM MQ's AMQP channel,
+// RabbitMQ's plugin).
 // adapter/mq/mqtest is the one conformance suite every backend runs.
 //
 // Body bytes are never transcoded: code pages (EBCDIC, Shift_JIS, packed

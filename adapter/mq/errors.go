@@ -3,6 +3,7 @@ package mq
 import (
 	"errors"
 	"fmt"
+	"net/url"
 )
 
 // Reason is an MQRC-like reason code. The numbers are IBM MQ's, so logs and
@@ -128,3 +129,14 @@ func (e *ReplyTimeoutError) Error() string {
 
 // Unwrap returns the underlying no-message error.
 func (e *ReplyTimeoutError) Unwrap() error { return e.Err }
+
+// RedactURL drops the password from a broker URL, for errors, logs and
+// what a command prints.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}

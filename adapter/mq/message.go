@@ -97,6 +97,19 @@ func (m *Message) Clone() *Message {
 	return &c
 }
 
+// Stamp is what Put does to a message on a backend that buffers puts until
+// Commit: it assigns msg.MsgID when zero and msg.PutTime (now), and returns
+// the copy to buffer, its BackoutCount cleared.
+func Stamp(msg *Message, now time.Time) *Message {
+	if msg.MsgID.IsZero() {
+		msg.MsgID = NewID()
+	}
+	msg.PutTime = now
+	cp := msg.Clone()
+	cp.BackoutCount = 0
+	return cp
+}
+
 // Match selects which message a Get returns. The zero Match takes the
 // next message in priority-then-arrival order (MQMO_NONE). With MsgID or
 // CorrelID set, only a message with that MsgID (MQMO_MATCH_MSG_ID) or

@@ -116,3 +116,14 @@ func TestHelpersRefuseMissingQueues(t *testing.T) {
 		t.Fatalf("below threshold: %v %v", moved, err)
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://zcgw:s3cret@mq.example:5672/vh": "amqp://zcgw@mq.example:5672/vh",
+		"amqp://127.0.0.1:5672/":                "amqp://127.0.0.1:5672/",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/gateway/bench"
 	"github.com/zcgw/zcgw/gateway/node"
 )
@@ -64,8 +65,26 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	idle := fs.Duration("idle", 0, "idle mode: run the node this long with no request and report its CPU")
 	maxIdle := fs.Float64("max-idle-cpu", 0, "idle mode: fail above this percent of one core")
+	mqFlag := mqFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	mqCfg, err := mqFlag()
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 2
+	}
+	if mqCfg != nil { // core queues of this run's own, deleted after it
+		mqCfg.Queues = &node.MQQueues{Prefix: "BENCH" + mq.NewID().String()[:8] + ".{bank}."}
+		defer func() {
+			var ids []string
+			for _, b := range bench.Config(*banks).Banks {
+				ids = append(ids, b.BankID)
+			}
+			if err := node.DeleteCoreQueues(context.WithoutCancel(ctx), mqCfg, ids, nil); err != nil {
+				fmt.Fprintln(e.Stderr, "zcgw bench: deleting the run's queues:", err)
+			}
+		}()
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.Stderr, "zcgw bench: unexpected argument %q\n", fs.Arg(0))
@@ -116,7 +135,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir,
+	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir, MQ: mqCfg,
 		Progress: e.Stderr, BeforeCheck: benchBeforeCheck, Idle: *idle, MaxIdleCPU: *maxIdle})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {

@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/zcgw/zcgw/coordinator/zclog"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zcgw/zcgw/adapter/coresim"
+	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/zclog"
+	"github.com/zcgw/zcgw/formats/coremsg"
+	"github.com/zcgw/zcgw/gateway/node"
 )
 
 // openFlags collects repeated --open ACCOUNT:NAME:BALANCE flags.
@@ -29,7 +36,9 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	fs := e.flagSet("coresim")
 	bank := fs.String("bank", "", "bank code, e.g. 001 (required)")
 	online := fs.String("online", "", "online windows in JST, HH:MM-HH:MM[,...] (default: always online)")
-	mqPath := fs.String("mq", "", "embedded MQ queue file (default DATA/mq.db)")
+	mqPath := fs.String("mq", "", "the queue manager: an embedded MQ queue file (default DATA/mq.db) or a broker URL amqp://user:password@host:port/")
+	mqKind := fs.String("mq-kind", node.MQRabbitMQ, "protocol for a broker URL: rabbitmq (AMQP 0-9-1) or amqp1 (AMQP 1.0)")
+	queuePrefix := fs.String("queue-prefix", "", "prefix of the core's queues, {bank} standing for the bank code (default "+coremsg.DefaultQueuePrefix+")")
 	dbPath := fs.String("db", "", "the core's own database (default DATA/core-BANK.db)")
 	batchWin := fs.String("batch-window", "", "batch windows in JST, HH:MM-HH:MM[,...] (default: any time)")
 	runBatch := fs.String("run-batch", "", "process this overnight posting file, write --result, and exit")
@@ -57,13 +66,27 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw coresim: --run-batch needs --result")
 		return 2
 	}
-	if *mqPath == "" {
+	broker := strings.HasPrefix(*mqPath, "amqp://") || strings.HasPrefix(*mqPath, "amqps://")
+	mqCfg := &node.MQConfig{Kind: node.MQEmbedded}
+	if broker {
+		mqCfg = &node.MQConfig{Kind: *mqKind, URL: *mqPath}
+		if *mqKind == node.MQAMQP1 {
+			mqCfg.Declare = "rabbitmq"
+		}
+	} else if *mqPath == "" {
 		*mqPath = filepath.Join(e.DataDir, "mq.db")
+	}
+	if *queuePrefix != "" {
+		mqCfg.Queues = &node.MQQueues{Prefix: *queuePrefix}
+	}
+	if err := (node.Config{MQ: mqCfg, Banks: []node.BankConfig{{BankID: *bank}}}).Validate(); err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", strings.TrimPrefix(err.Error(), node.ConfigFile+": "))
+		return 2
 	}
 	if *dbPath == "" {
 		*dbPath = filepath.Join(e.DataDir, "core-"+*bank+".db")
 	}
-	if filepath.Clean(*mqPath) == filepath.Join(e.DataDir, "mq.db") || filepath.Clean(*dbPath) == filepath.Join(e.DataDir, "core-"+*bank+".db") {
+	if !broker && (filepath.Clean(*mqPath) == filepath.Join(e.DataDir, "mq.db") || filepath.Clean(*dbPath) == filepath.Join(e.DataDir, "core-"+*bank+".db")) {
 		if code, refused := refuseIfServed(e, "coresim", "runs bank "+*bank+"'s core on its queues itself (a second consumer would break exactly-once)"); refused {
 			return code
 		}
@@ -104,21 +127,66 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 			*bank, *runBatch, sum.Records, sum.Applied, sum.Refused, sum.Replayed, *result)
 		return 0
 	}
-	conn, err := embedded.New(*mqPath, embedded.Options{Logger: logger, App: "zcgw coresim --bank " + *bank}).Connect(ctx)
+	app := "zcgw coresim --bank " + *bank
+	var tr mq.Transport = embedded.New(*mqPath, embedded.Options{Logger: logger, App: app})
+	if broker {
+		tr, err = node.OpenTransport(mqCfg, e.DataDir, app, logger)
+	}
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}
-	defer conn.Close()
-	claim, err := core.Claim(ctx, conn, coresim.ServeConfig{})
-	if err != nil {
-		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
-		return 1
+	qs := mqCfg.Naming().For(*bank)
+	where := *mqPath
+	if broker {
+		where = mq.RedactURL(*mqPath)
 	}
-	fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", *bank, claim.Queue(), *mqPath, *dbPath)
-	if err := core.Serve(ctx, conn, coresim.ServeConfig{Claim: claim}); err != nil {
-		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
-		return 1
+	return serveCore(ctx, e, core, tr, coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout}, *bank, where, *dbPath, logger)
+}
+
+// serveCore serves the core's request queue until ctx ends. A broken
+// connection (the broker restarted, or closed it) is not the end: the core
+// connects again, claims its queue again and goes on; the requests it held
+// uncommitted are redelivered, and answered from its CoreProcessed table
+// when they were already applied.
+func serveCore(ctx context.Context, e *env, core *coresim.Core, tr mq.Transport, cfg coresim.ServeConfig, bank, where, dbPath string, log *slog.Logger) int {
+	for first := true; ; first = false {
+		conn, err := tr.Connect(ctx)
+		if err == nil {
+			cfg.Claim, err = core.Claim(ctx, conn, cfg)
+			if err != nil {
+				conn.Close()
+				if first {
+					fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+					return 1
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			log.Warn("coresim.reconnect_failed", "bank", bank, "error", err.Error())
+			if !clock.Sleep(ctx, time.Second) {
+				return 0
+			}
+			continue
+		}
+		if first {
+			fmt.Fprintf(e.Stdout, "coresim %s: serving %s on %s (core db %s)\n", bank, cfg.Claim.Queue(), where, dbPath)
+		} else {
+			log.Info("coresim.reconnected", "bank", bank, "queue", cfg.Claim.Queue())
+		}
+		err = core.Serve(ctx, conn, cfg)
+		conn.Close()
+		switch {
+		case ctx.Err() != nil:
+			return 0
+		case errors.Is(err, mq.ErrConnectionBroken) || errors.Is(err, mq.ErrClosed):
+			log.Warn("coresim.connection_lost", "bank", bank, "error", err.Error())
+		case err != nil:
+			fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+			return 1
+		}
 	}
-	return 0
 }

@@ -56,6 +56,8 @@ func TestCoresimCommandFlags(t *testing.T) {
 		{"coresim", "--bank", "001", "--online", "8:00-17:00"},
 		{"coresim", "--bank", "001", "--run-batch", "x.dat"},
 		{"coresim", "--bank", "001", "--open", "nope"},
+		{"coresim", "--bank", "001", "--mq", "amqp://guest:guest@127.0.0.1:5672/", "--mq-kind", "ibmmq"},
+		{"coresim", "--bank", "001", "--queue-prefix", "CORE."},
 	}
 	for _, args := range cases {
 		var out, errb bytes.Buffer

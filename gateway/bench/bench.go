@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"io"
 	"net/http"
 	"sort"
@@ -27,6 +28,8 @@ type Options struct {
 	Lanes   []LaneShare // default EXPRESS=100
 	Banks   int         // default 4
 	DataDir string      // the node's data folder (fresh)
+	// MQ is the node's queue manager (nil: the embedded queue file).
+	MQ *node.MQConfig
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds the wait for every transfer to be terminal (default 2m).
@@ -142,6 +145,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		o.Quiesce = 2 * time.Minute
 	}
 	cfg := Config(o.Banks)
+	cfg.MQ = o.MQ
 	// The idle mode measures the node `zcgw serve` runs: with the job
 	// scheduler and the file-drop watcher (the load modes leave both off,
 	// so no cron job lands inside a measured run).
@@ -551,7 +555,11 @@ type namedDB struct {
 // WAL), and each bank's adapter and core.
 func databases(n *node.Node) []namedDB {
 	of := func(db *store.DB) func() int64 { return func() int64 { return db.Stats().Commits } }
-	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}, {"mq.db", n.Transport.Commits}, {"zc.db job ledger", of(n.JobLedger.DB())}}
+	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}}
+	if t, ok := n.Transport.(*embedded.Transport); ok { // a broker's commits are not ours to count
+		out = append(out, namedDB{"mq.db", t.Commits})
+	}
+	out = append(out, namedDB{"zc.db job ledger", of(n.JobLedger.DB())})
 	ids := make([]string, 0, len(n.Banks))
 	for id := range n.Banks {
 		ids = append(ids, id)

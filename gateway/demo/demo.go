@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -48,6 +49,10 @@ type Options struct {
 	// Logger receives the JSON event log of every component (nil: a JSON
 	// log in DataDir/demo/zcgw.log).
 	Logger *slog.Logger
+	// MQ is the node's queue manager (nil: the embedded queue file). On a
+	// broker the day's core queues are this run's own (DEMO<id>.<bank>.…,
+	// unless MQ.Queues names them) and are deleted when the day ends.
+	MQ *node.MQConfig
 }
 
 // Run plays one simulated business day and checks its invariants. The
@@ -77,15 +82,22 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		defer f.Close()
 		opts.Logger = zclog.New(f, zclog.Options{})
 	}
-	d := &day{ctx: ctx, out: opts.Out, clk: opts.Clock, dir: dir, log: opts.Logger, oob: map[string]int64{}}
+	d := &day{ctx: ctx, out: opts.Out, clk: opts.Clock, dir: dir, log: opts.Logger, oob: map[string]int64{}, mq: runQueues(opts.MQ)}
 	d.sum.DataDir, _ = filepath.Abs(dir)
 	d.sum.BusinessDate = clock.BusinessDate(d.clk.Now())
 	d.at("09:00")
 	d.nodeClk = newNodeClock(d.clk.Now())
-	d.printf("zcgw demo: one simulated business day (%s JST) of three banks on the embedded defaults\n", d.sum.BusinessDate)
+	over := "on the embedded defaults"
+	if d.mq != nil {
+		over = "over " + d.mq.Kind + " (core queues " + d.mq.Queues.Prefix + "…)"
+	}
+	d.printf("zcgw demo: one simulated business day (%s JST) of three banks %s\n", d.sum.BusinessDate, over)
 	err := d.play()
 	if cerr := d.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("demo: shutting the node down: %w", cerr)
+	}
+	if cerr := d.deleteRunQueues(); err == nil && cerr != nil {
+		err = fmt.Errorf("demo: deleting the run's queues: %w", cerr)
 	}
 	d.sum.Elapsed = time.Since(started)
 	d.summary(err)
@@ -119,6 +131,7 @@ type day struct {
 	nodeClk clock.Clock   // the node's real-speed clock
 	dir     string
 	log     *slog.Logger
+	mq      *node.MQConfig // nil: the embedded queue file
 	n       *node.Node
 	api     *apiClient
 	flog    *finality.Log
@@ -240,6 +253,7 @@ func (d *day) start() error {
 	// clock, with the same hook: every entry writes its event outbox row
 	// in the entry's own transaction.
 	cfg := nodeConfig()
+	cfg.MQ = d.mq
 	n, err := node.Start(d.ctx, node.Options{DataDir: d.dir, Config: &cfg, Addr: "127.0.0.1:0", Clock: d.nodeClk, Logger: d.log})
 	if err != nil {
 		return err
@@ -281,4 +295,31 @@ func yen(v int64) string {
 		s = "-" + s
 	}
 	return "¥" + s
+}
+
+// runQueues gives a broker run core queues of its own, so runs sharing a
+// broker never meet (nil stays nil: the embedded file is the run's own).
+func runQueues(m *node.MQConfig) *node.MQConfig {
+	if m == nil || m.Kind == node.MQEmbedded {
+		return nil
+	}
+	c := *m
+	if c.Queues == nil {
+		c.Queues = &node.MQQueues{Prefix: "DEMO" + randomSecret()[:8] + ".{bank}."}
+	}
+	return &c
+}
+
+// deleteRunQueues deletes the core queues of a broker run.
+func (d *day) deleteRunQueues() error {
+	if d.mq == nil || d.mq.Queues == nil || !strings.HasPrefix(d.mq.Queues.Prefix, "DEMO") {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 30*time.Second)
+	defer cancel()
+	ids := make([]string, 0, len(banks))
+	for _, b := range banks {
+		ids = append(ids, b.ID)
+	}
+	return node.DeleteCoreQueues(ctx, d.mq, ids, d.log)
 }

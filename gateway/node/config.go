@@ -64,6 +64,10 @@ type BankConfig struct {
 	// (default bankapi.DefaultBOJPrefund). DNS settlement and HIGH_VALUE
 	// move it afterwards.
 	BOJOpening *int64 `json:"boj_opening_balance,omitempty"`
+	// Core is where the bank's core runs: "simulated" (default, in the
+	// node) or "external" (another process serves its queues through the
+	// broker of the mq block; see mq.go).
+	Core string `json:"core,omitempty"`
 	// ZenginNames is the name character set of the bank's Zengin files
 	// (file drop): "strict" (default, ｰ refused) or "long-vowel".
 	ZenginNames string `json:"zengin_names,omitempty"`
@@ -94,6 +98,9 @@ type Config struct {
 	// the event outbox to Kafka. Without it every FinalityLog event stays in
 	// the event outbox (`zcgw events tail` follows it).
 	Kafka *KafkaConfig `json:"kafka,omitempty"`
+	// MQ chooses the queue manager between the adapters and the cores
+	// (nil: the embedded queue file DATA/mq.db). See mq.go.
+	MQ *MQConfig `json:"mq,omitempty"`
 }
 
 // KafkaConfig is where the event fan-out publishes.
@@ -249,6 +256,9 @@ func (c Config) Validate() error {
 		if k.Scope == signing.ScopeParticipant && !seen[k.BankID] {
 			return bad(p+".bank_id", "api key %q names unknown bank %q", k.Name, k.BankID)
 		}
+	}
+	if err := c.validateMQ(bad); err != nil {
+		return err
 	}
 	if k := c.Kafka; k != nil && len(k.Brokers) == 0 && (k.DefaultTopic != "" || len(k.Topics) > 0) {
 		return bad("kafka.brokers", "topics are configured but no broker: events would never be published")

@@ -1,7 +1,9 @@
 // Package node assembles one zcgw node on the embedded defaults under a
 // data folder: the coordinator database and its orchestrator workers, one
 // adapter per configured bank in front of its simulated legacy core
-// (adapter/coresim) on the embedded MQ transport, the outbox drainers, and
+// (adapter/coresim) on the MQ transport node.json's mq block chooses (mq.go:
+// the embedded file by default, RabbitMQ or AMQP 1.0; a bank whose core is
+// "external" gets no simulated core, only its queues), the outbox drainers, and
 // the gateway's HTTP server. The orchestrator reaches the banks through
 // the signed HTTP client (coordinator/bankclient) over the node's own
 // listener, so every command crosses the real wire and the real signature

@@ -3,12 +3,12 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coremsg"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -64,7 +64,7 @@ func TestMetricsGaugesFromARealNode(t *testing.T) {
 		t.Fatalf("job: %d %s", a.status, a.body)
 	}
 	// Three messages on bank 002's backout queue (nobody consumes it).
-	_, _, backout := corelink.QueueNames("002")
+	backout := coremsg.QueuesFor("002").Backout
 	conn, err := n.Transport.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestMetricsGaugesFromARealNode(t *testing.T) {
 	if m.status != 200 {
 		t.Fatalf("metrics: %d %s", m.status, m.body)
 	}
-	rq, pq, _ := corelink.QueueNames("002")
+	rq, pq := coremsg.QueuesFor("002").Request, coremsg.QueuesFor("002").Reply
 	for _, want := range []string{
 		`zcgw_outbox_postings{bank="001",status="PENDING"} 2`,
 		`zcgw_outbox_postings{bank="001",status="CLAIMED"} 1`,

@@ -30,7 +30,6 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/adapter/mq"
-	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/bankclient"
 	"github.com/zcgw/zcgw/coordinator/cases"
@@ -85,7 +84,8 @@ type Options struct {
 // the posting is IN_DOUBT.
 const linkTimeout = 5 * time.Second
 
-// Bank is one bank of the node: its adapter in front of its simulated core.
+// Bank is one bank of the node: its adapter in front of its core (Core is
+// the simulated core the node runs, nil for an external core).
 type Bank struct {
 	ID      string
 	Adapter *adapter.Adapter
@@ -119,7 +119,8 @@ type Node struct {
 	Banks        map[string]*Bank
 	Keys         *signing.Registry
 	Client       *bankclient.Client
-	Transport    *embedded.Transport
+	// Transport is the queue manager node.json's mq block names (mq.go).
+	Transport mq.Transport
 	// NonceDB is the ingress nonce store (ingress-nonces.db); zcgw bench
 	// reads its commit counter.
 	NonceDB *store.DB
@@ -371,8 +372,9 @@ func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	n.Transport = embedded.New(n.path("mq.db"), embedded.Options{Clock: clock.System{}, Logger: opts.Logger, PollInterval: time.Second,
-		App: "zcgw serve " + n.ID.String()})
+	if n.Transport, err = OpenTransport(n.Config.MQ, n.DataDir, "zcgw serve "+n.ID.String(), n.log); err != nil {
+		return nil, err
+	}
 	cores := newLoops(ctx)
 	var c closers
 	closer = func() error {
@@ -400,38 +402,11 @@ func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error
 // a batch-window bank the overnight exchange. What it opens is added to c.
 func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores *loops, c *closers) (*Bank, error) {
 	b := &Bank{ID: bc.BankID, Config: bc}
+	if err := n.startCore(ctx, b, bc, opts, cores, c); err != nil {
+		return nil, err
+	}
 	var err error
-	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: n.path("core-" + bc.BankID + ".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
-		return nil, err
-	}
-	c.add(b.Core.Close)
-	conn, err := n.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The core's one consumer: a second one (another process on this queue
-	// file) refuses the start, naming the holder. A holder that is an
-	// earlier start of this node, killed, is taken over at once once its
-	// process is gone; the short retry covers a process still exiting.
-	serve := coresim.ServeConfig{} // woken by the link's commits
-	for wait := time.Now().Add(2 * time.Second); ; {
-		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
-			break
-		}
-		if !errors.Is(err, mq.ErrInUse) || time.Now().After(wait) {
-			conn.Close()
-			return nil, err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cores.run(func(ctx context.Context) {
-		if err := b.Core.Serve(ctx, conn, serve); err != nil && ctx.Err() == nil {
-			n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
-		}
-		conn.Close()
-	})
-	if b.Link, err = corelink.Open(ctx, corelink.Config{Bank: bc.BankID, Transport: n.Transport, Timeout: linkTimeout,
-		Clock: opts.Clock, Logger: opts.Logger, Online: b.Core.Online}); err != nil {
+	if b.Link, err = corelink.Open(ctx, n.linkConfig(b, opts)); err != nil {
 		return nil, err
 	}
 	c.add(b.Link.Close)
@@ -445,7 +420,10 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		return nil, err
 	}
 	for _, a := range bc.Accounts {
-		if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
+		if b.Core == nil {
+			// An external core opens its accounts itself; the shadow
+			// below takes their balances from it by inquiry.
+		} else if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
 			return nil, err
 		} else if !bal.Found {
 			if err := b.Core.OpenAccount(ctx, a.CoreAccount, a.Name, a.Balance); err != nil {
@@ -604,7 +582,7 @@ func (n *Node) startLoops(ctx context.Context, opts Options) (closer func() erro
 			n.logStop(ctx, "nonce_sweep", n.nonces.RunSweep(ctx, signing.NonceSweepEvery, opts.Logger))
 		})
 		for _, b := range n.Banks {
-			if b.Exchange != nil {
+			if b.Exchange != nil && b.Core != nil { // an external core picks up its files itself
 				l.run(func(ctx context.Context) {
 					n.logStop(ctx, "core_pickup", corepickup.Run(ctx, corepickup.RunConfig{Core: b.Core, Clock: opts.Clock,
 						Inbound: b.Overnight.Inbound, Results: b.Overnight.Results, Logger: opts.Logger}))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zcgw/zcgw/formats/coreacct"
+	"github.com/zcgw/zcgw/formats/coremsg"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -124,7 +125,8 @@ func newBank(t testing.TB, o options, bank string, peer *env) *env {
 	// Queue names unique per env, so envs sharing a broker never meet.
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	e.rq, e.reply, e.bq = corelink.QueueNames(bank)
+	q := coremsg.QueuesFor(bank)
+	e.rq, e.reply, e.bq = q.Request, q.Reply, q.Backout
 	if o.rabbit {
 		x := "." + hex.EncodeToString(suffix[:])
 		e.rq, e.reply, e.bq = e.rq+x, e.reply+x, e.bq+x

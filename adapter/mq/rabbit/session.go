@@ -83,13 +83,7 @@ func (s *session) Put(ctx context.Context, queue string, msg *mq.Message) error 
 	if err := s.c.exists("put", queue); err != nil {
 		return err
 	}
-	if msg.MsgID.IsZero() {
-		msg.MsgID = mq.NewID()
-	}
-	msg.PutTime = s.c.t.opts.Clock.Now()
-	cp := msg.Clone()
-	cp.BackoutCount = 0
-	s.puts = append(s.puts, pendingPut{queue: queue, msg: cp})
+	s.puts = append(s.puts, pendingPut{queue: queue, msg: mq.Stamp(msg, s.c.t.opts.Clock.Now())})
 	return nil
 }
 
