@@ -133,3 +133,51 @@ func TestWriteGroupedCallerCancelledMidWrite(t *testing.T) {
 		t.Fatalf("rows %d (%v), want %d: a cancelled caller broke its group", n, err, len(errs))
 	}
 }
+
+// AfterCommit callbacks run once the caller's writes are committed: for
+// every caller whose fn succeeded, and for none that failed (alone or in a
+// group, where its savepoint is undone), and they see the committed rows.
+func TestAfterCommitRunsOnlyForCommittedCallers(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const callers = 40
+	var mu sync.Mutex
+	ran := map[int]bool{}
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_ = db.Write(ctx, func(tx *Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprint("k", i), i); err != nil {
+					return err
+				}
+				tx.AfterCommit(func() {
+					var n int
+					if err := db.Read(ctx, func(tx *Tx) error {
+						return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv WHERE k = ?", fmt.Sprint("k", i)).Scan(&n)
+					}); err != nil || n != 1 {
+						t.Errorf("caller %d: callback before its row is visible (%d, %v)", i, n, err)
+					}
+					mu.Lock()
+					ran[i] = true
+					mu.Unlock()
+				})
+				if i%4 == 1 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	for i := 0; i < callers; i++ {
+		if ran[i] != (i%4 != 1) {
+			t.Errorf("caller %d: callback ran=%v", i, ran[i])
+		}
+	}
+}
