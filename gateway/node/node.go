@@ -391,10 +391,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 	if k := cfg.Kafka; k != nil && len(k.Brokers) > 0 {
-		pub, err := kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
-			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, Clock: opts.Clock, Logger: log})
+		pub, err := startPublisher(ctx, events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers, Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics},
+			CreateTopics: (*kafkapub.TopicLayout)(k.CreateTopics), Wake: events.WakeOf(n.FinalityLog), Clock: opts.Clock, Logger: log}, n.log)
 		if err != nil {
-			return n, fmt.Errorf("kafka publisher: %w", err)
+			return n, err
 		}
 		n.closers = append(n.closers, pub.Close)
 		n.kafka.Store(pub)

@@ -204,8 +204,9 @@ type Publisher struct {
 	failed atomic.Int64
 	// lastErr is the last step's failure, nil after a successful step
 	// (Health reads it from other goroutines).
-	lastErr atomic.Pointer[error]
-	lag     prometheus.Histogram
+	lastErr  atomic.Pointer[error]
+	lag      prometheus.Histogram
+	prepared bool // Prepare succeeded (Run publishes only then)
 }
 
 // New returns a Publisher draining ob to cfg.Brokers. It does not connect
@@ -264,7 +265,9 @@ func (p *Publisher) writer() *kafka.Writer {
 func (p *Publisher) Prepare(ctx context.Context) error {
 	topics := p.cfg.Topics.All()
 	if l := p.cfg.CreateTopics; l != nil {
-		return EnsureTopics(ctx, p.cfg.Brokers, topics, l.Partitions, l.Replication)
+		err := EnsureTopics(ctx, p.cfg.Brokers, topics, l.Partitions, l.Replication)
+		p.prepared = err == nil
+		return err
 	}
 	c := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second}
 	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
@@ -288,6 +291,7 @@ func (p *Publisher) Prepare(ctx context.Context) error {
 	if len(missing) > 0 {
 		return &MissingTopicError{Topics: missing}
 	}
+	p.prepared = true
 	return nil
 }
 
@@ -562,10 +566,36 @@ func acknowledged(rows []events.Pending, msgs []kafka.Message, err error) []even
 // Run drains the outbox until ctx ends: immediately while rows remain,
 // on Wake (or every Idle) when it is empty, and after a failure when the
 // backoff ends. It returns ctx.Err().
+//
+// Unless Prepare succeeded already, Run first runs it, retrying (with the
+// backoff, reported by Health) while the broker cannot be reached; a
+// *MissingTopicError stops Run: it returns it and Health keeps reporting it.
 func (p *Publisher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	for !p.prepared {
+		err := p.Prepare(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var mt *MissingTopicError
+		if errors.As(err, &mt) {
+			p.lastErr.Store(&err)
+			p.failed.Add(1)
+			p.log.Error("events.publisher_stopped", "error", err)
+			return err
+		}
+		if err != nil {
+			_ = p.fail(0, 0, err)
+			timer.Reset(max(p.retry.Sub(p.cfg.Clock.Now()), time.Millisecond))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+			}
+		}
+	}
 	for {
 		var woken <-chan struct{}
 		if p.cfg.Wake != nil {
@@ -605,7 +635,7 @@ func (p *Publisher) Stats() Stats {
 }
 
 // Health is nil unless the publisher's last step failed; then it is that
-// failure (a *PublishError). It is safe to call while Run runs: the
+// failure (a *PublishError, or the *MissingTopicError that stopped Run). It is safe to call while Run runs: the
 // node's readiness check reports it.
 func (p *Publisher) Health() error {
 	if pe := p.lastErr.Load(); pe != nil {
