@@ -3,7 +3,6 @@ package workbook
 import (
 	"archive/zip"
 	"bufio"
-	"compress/flate"
 	"errors"
 	"fmt"
 	"io"
@@ -315,7 +314,7 @@ func saveSynced(f *excelize.File, p string) error {
 	}
 	bw := bufio.NewWriterSize(fh, 1<<20)
 	zw := zip.NewWriter(bw)
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.BestSpeed) })
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) { return newParallelDeflate(w), nil })
 	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zw })
 	if n, err := f.WriteTo(io.Discard); err != nil || n != 0 {
 		fh.Close()
