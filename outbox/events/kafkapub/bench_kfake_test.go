@@ -88,9 +88,10 @@ func cpuTime() time.Duration {
 //     transaction per event) at 200 events/s, the rate one such consumer
 //     sustains;
 //   - reader: a kafka-go group reader whose handler only records the lag,
-//     at 5,000 events/s.
+//     at 2,000 and 5,000 events/s.
 func BenchmarkEndToEndLag(b *testing.B) {
 	b.Run("library-200/s", func(b *testing.B) { benchLag(b, 200, true) })
+	b.Run("reader-2000/s", func(b *testing.B) { benchLag(b, 2000, false) })
 	b.Run("reader-5000/s", func(b *testing.B) { benchLag(b, 5000, false) })
 }
 
