@@ -147,6 +147,9 @@ type PublishError struct {
 }
 
 func (e *PublishError) Error() string {
+	if e.Rows == 0 {
+		return fmt.Sprintf("kafkapub: cannot publish (retry in %s): %v", e.Backoff, e.Err)
+	}
 	return fmt.Sprintf("kafkapub: %d of %d events not acknowledged (retry in %s): %v", e.Rows-e.Sent, e.Rows, e.Backoff, e.Err)
 }
 
