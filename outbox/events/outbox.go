@@ -210,13 +210,7 @@ func (o *Outbox) query(ctx context.Context, q string, args ...any) ([]Row, error
 
 // Unsent returns up to limit unsent rows in FinalityLog order.
 func (o *Outbox) Unsent(ctx context.Context, limit int) ([]Row, error) {
-	return o.UnsentAfter(ctx, 0, limit)
-}
-
-// UnsentAfter returns up to limit unsent rows with outbox_seq > after, in
-// FinalityLog order.
-func (o *Outbox) UnsentAfter(ctx context.Context, after int64, limit int) ([]Row, error) {
-	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT ?`, limit)
 }
 
 // Pending is an unsent row with the columns a publisher sends.
