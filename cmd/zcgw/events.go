@@ -169,13 +169,19 @@ func eventsPublish(ctx context.Context, e *env, fs *flag.FlagSet, ob *events.Out
 		}
 	}
 	logger := zclog.New(e.Stderr, zclog.Options{})
-	p, err := kafkapub.New(ob, kafkapub.Config{Brokers: list, Topics: topics, Logger: logger})
+	// Another process appends (the node): no in-process Wake reaches this
+	// one, so it looks every Idle.
+	p, err := kafkapub.New(ob, kafkapub.Config{Brokers: list, Topics: topics, Logger: logger, Idle: 100 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw events publish:", err)
 		return 1
 	}
 	fmt.Fprintf(e.Stdout, "publishing the event outbox to %s (topics %s); Ctrl-C stops\n", strings.Join(list, ","), strings.Join(topics.All(), ","))
-	_ = p.Run(ctx) // returns when ctx ends (SIGINT/SIGTERM)
+	if err := p.Run(ctx); ctx.Err() == nil { // Run returns early only for a missing topic
+		fmt.Fprintf(e.Stderr, "zcgw events publish: %v (--create-topics N creates missing topics)\n", err)
+		_ = p.Close()
+		return 1
+	}
 	if err := p.Close(); err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw events publish:", err)
 		return 1

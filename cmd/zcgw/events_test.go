@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -149,5 +151,48 @@ func TestEventsUsage(t *testing.T) {
 		if code := run(context.Background(), append([]string{"--data", dir}, args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage: zcgw events") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
 		}
+	}
+}
+
+// publish against a broker without the topics stops at once, exit 1,
+// naming the topic and --create-topics; with --create-topics it publishes
+// the outbox (stopped by its context).
+func TestEventsPublishMissingTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	broker := c.ListenAddrs()[0]
+	dir := t.TempDir()
+	appendEvents(t, dir, finality.Event{TxID: "TX-1", Type: finality.PaymentInitiated, StateTo: "RECEIVED"})
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if code := run(ctx, []string{"--data", dir, "events", "publish", "--brokers", broker, "--topic", "zc.cli"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "topic zc.cli does not exist") || !strings.Contains(errb.String(), "--create-topics") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx2, []string{"--data", dir, "events", "publish", "--brokers", broker, "--topic", "zc.cli", "--create-topics", "2"}, &out, &errb)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var st, e bytes.Buffer
+		run(context.Background(), []string{"--data", dir, "events", "status"}, &st, &e)
+		if strings.Contains(st.String(), "unsent 0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not published: %s %s %s", st.String(), e.String(), errb.String())
+		}
+	}
+	cancel2()
+	if code := <-done; code != 0 || !strings.Contains(out.String(), "published 1 events") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }

@@ -144,7 +144,9 @@ func runInSavepoint(tx *Tx, r *groupReq) (callerErr, fatal error) {
 	if _, err := tx.ExecContext(bg, "SAVEPOINT grouped_write"); err != nil {
 		return nil, fmt.Errorf("store: savepoint: %w", err)
 	}
+	kept := len(tx.after)
 	undo := func() error {
+		tx.after = tx.after[:kept]
 		if _, err := tx.ExecContext(bg, "ROLLBACK TO grouped_write"); err != nil {
 			return fmt.Errorf("store: roll back to savepoint: %w", err)
 		}

@@ -128,3 +128,51 @@ func TestWriteGroupedCallerCancelledMidWrite(t *testing.T) {
 		}
 	})
 }
+
+// AfterCommit callbacks run once the caller's writes are committed: for
+// every caller whose fn succeeded, and for none that failed (alone or in a
+// group, where its savepoint is undone), and they see the committed rows.
+func TestAfterCommitRunsOnlyForCommittedCallers(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) { afterCommitRunsOnlyForCommittedCallers(t, b) })
+}
+
+func afterCommitRunsOnlyForCommittedCallers(t *testing.T, b storetest.Backend) {
+	ctx := context.Background()
+	db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+	const callers = 40
+	var mu sync.Mutex
+	ran := map[int]bool{}
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_ = db.Write(ctx, func(tx *store.Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprint("k", i), i); err != nil {
+					return err
+				}
+				tx.AfterCommit(func() {
+					var n int
+					if err := db.Read(ctx, func(tx *store.Tx) error {
+						return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv WHERE k = ?", fmt.Sprint("k", i)).Scan(&n)
+					}); err != nil || n != 1 {
+						t.Errorf("caller %d: callback before its row is visible (%d, %v)", i, n, err)
+					}
+					mu.Lock()
+					ran[i] = true
+					mu.Unlock()
+				})
+				if i%4 == 1 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	for i := 0; i < callers; i++ {
+		if ran[i] != (i%4 != 1) {
+			t.Errorf("caller %d: callback ran=%v", i, ran[i])
+		}
+	}
+}

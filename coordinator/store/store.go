@@ -236,6 +236,9 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 	if write {
 		db.stats.Commits.Add(1)
 	}
+	for _, f := range tx.after {
+		f()
+	}
 	if len(tx.missed) > 0 {
 		tx.cache.prepareMissed(context.WithoutCancel(ctx), tx.missed)
 	}
@@ -255,7 +258,14 @@ type Tx struct {
 	// writes, so no one caller's cancellation may interrupt a statement
 	// (SQLite would abandon the whole transaction, neighbours included).
 	shared bool
+	after  []func() // AfterCommit callbacks
 }
+
+// AfterCommit runs f after the transaction committed durably (never when it
+// rolls back, nor when the caller's part of a group commit is undone). f
+// runs on the committing goroutine before Write returns: it must be quick
+// and must not call Write (a wake-up signal, not work).
+func (tx *Tx) AfterCommit(f func()) { tx.after = append(tx.after, f) }
 
 // detach drops the caller's cancellation inside a shared transaction.
 func (tx *Tx) detach(ctx context.Context) context.Context {

@@ -110,6 +110,16 @@ type KafkaConfig struct {
 	DefaultTopic string `json:"default_topic,omitempty"`
 	// Topics maps an event-type prefix ("Dns", "Htlc", …) to its topic.
 	Topics map[string]string `json:"topics,omitempty"`
+	// CreateTopics, when set, creates the missing topics at start with
+	// this layout. Without it a missing topic refuses the start, naming
+	// the topic and this setting.
+	CreateTopics *KafkaTopicLayout `json:"create_topics,omitempty"`
+}
+
+// KafkaTopicLayout is how missing topics are created (both required).
+type KafkaTopicLayout struct {
+	Partitions  int `json:"partitions"`
+	Replication int `json:"replication"`
 }
 
 func randomSecret() string {
@@ -262,6 +272,16 @@ func (c Config) Validate() error {
 	}
 	if k := c.Kafka; k != nil && len(k.Brokers) == 0 && (k.DefaultTopic != "" || len(k.Topics) > 0) {
 		return bad("kafka.brokers", "topics are configured but no broker: events would never be published")
+	}
+	if k := c.Kafka; k != nil && k.CreateTopics != nil {
+		switch ct := k.CreateTopics; {
+		case len(k.Brokers) == 0:
+			return bad("kafka.brokers", "create_topics is set but no broker: no topic would be created")
+		case ct.Partitions < 1:
+			return bad("kafka.create_topics.partitions", "missing or below 1: the partition count of each topic created")
+		case ct.Replication < 1:
+			return bad("kafka.create_topics.replication", "missing or below 1: the replication factor of each topic created")
+		}
 	}
 	return nil
 }

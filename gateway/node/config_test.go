@@ -52,6 +52,21 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 		{"unknown key in a kafka block", "kafka.topic", `unknown field: did you mean "topics"?`, func(m map[string]any) {
 			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "topic": "x"}
 		}},
+		{"misspelt create_topics key", "kafka.create_topics.partition", `unknown field: did you mean "partitions"?`, func(m map[string]any) {
+			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "create_topics": map[string]any{"partition": 3, "replication": 1}}
+		}},
+		{"create_topics without partitions", "kafka.create_topics.partitions", "missing or below 1", func(m map[string]any) {
+			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "create_topics": map[string]any{"replication": 1}}
+		}},
+		{"create_topics without replication", "kafka.create_topics.replication", "missing or below 1", func(m map[string]any) {
+			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "create_topics": map[string]any{"partitions": 6}}
+		}},
+		{"create_topics as a number", "kafka.create_topics", "want an object, got the number 3", func(m map[string]any) {
+			m["kafka"] = map[string]any{"brokers": []string{"b:9092"}, "create_topics": 3}
+		}},
+		{"create_topics without brokers", "kafka.brokers", "no broker", func(m map[string]any) {
+			m["kafka"] = map[string]any{"create_topics": map[string]any{"partitions": 6, "replication": 3}}
+		}},
 		{"balance as a string", "banks[1].accounts[0].opening_balance", `want an integer, got the string "1000"`, func(m map[string]any) {
 			accountAt(m, 1, 0)["opening_balance"] = "1000"
 		}},

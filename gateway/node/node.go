@@ -591,11 +591,11 @@ func (n *Node) startLoops(ctx context.Context, opts Options) (closer func() erro
 		}
 	}
 	if k := n.Config.Kafka; k != nil && len(k.Brokers) > 0 {
-		if pub, err = kafkapub.New(events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
-			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, Clock: opts.Clock, Logger: opts.Logger,
-			Changed: func() int64 { return n.DB.Stats().Commits }}); err != nil {
+		if pub, err = startPublisher(ctx, events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
+			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, CreateTopics: (*kafkapub.TopicLayout)(k.CreateTopics),
+			Wake: events.WakeOf(n.FinalityLog), Clock: opts.Clock, Logger: opts.Logger}, n.log); err != nil {
 			l.stop()
-			return nil, fmt.Errorf("kafka publisher: %w", err)
+			return nil, err
 		}
 		n.kafka.Store(pub)
 		l.run(func(ctx context.Context) { n.logStop(ctx, "publisher", pub.Run(ctx)) })

@@ -20,10 +20,11 @@ import (
 
 // collectors are the node's gauges besides the gateway's own (docs/gateway.md):
 // each bank's open outbox postings by status, each core link's queue
-// depths, and each job's last run. All are read at scrape time.
+// depths, and each job's last run, all read at scrape time; and the Kafka
+// publisher's counters and lag histogram when it runs.
 func (n *Node) collectors(led *ledger.Ledger) []prometheus.Collector {
 	banks := n.Config.Banks
-	return []prometheus.Collector{gateway.NewScrapeCollector(
+	return []prometheus.Collector{kafkaCollector{n}, gateway.NewScrapeCollector(
 		gateway.ScrapeGauge{Name: "zcgw_outbox_postings", Help: "Core postings not yet applied, by bank and status (PENDING, CLAIMED, IN_DOUBT, BLOCKED).",
 			Labels: []string{"bank", "status"}, Read: func(ctx context.Context) (out []gateway.Sample, err error) {
 				for _, bc := range banks {
@@ -111,4 +112,20 @@ func (p postingReports) ReportPosting(ctx context.Context, r outbox.PostingRepor
 		return nil
 	}
 	return err
+}
+
+// kafkaCollector serves the Kafka publisher's metrics (kafkapub.Publisher
+// Collectors) once it started; before, and without Kafka, it serves none.
+// It describes nothing (an unchecked collector): the publisher is created
+// after the registry.
+type kafkaCollector struct{ n *Node }
+
+func (kafkaCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
+	if p := c.n.kafka.Load(); p != nil {
+		for _, col := range p.Collectors() {
+			col.Collect(ch)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"regexp"
 )
 
@@ -53,11 +54,34 @@ func (s Seal) check() error {
 // not by editing a cell and recomputing, not by adding a row, not by
 // moving a row from another workbook, date or node.
 func rowMAC(key []byte, workbookID, businessDate string, cells []string) string {
-	m := hmac.New(sha256.New, key)
-	for _, c := range append([]string{sealFormat, workbookID, businessDate}, cells...) {
+	return newMACer(key).mac(workbookID, businessDate, cells)
+}
+
+// macer computes row MACs under one key, reusing its HMAC state and
+// buffer from row to row (a workbook has up to millions of rows).
+type macer struct {
+	h   hash.Hash
+	buf []byte
+	sum []byte
+}
+
+func newMACer(key []byte) *macer { return &macer{h: hmac.New(sha256.New, key)} }
+
+func (m *macer) mac(workbookID, businessDate string, cells []string) string {
+	m.buf = m.buf[:0]
+	field := func(c string) {
 		// Each field length-prefixed: no cell boundary can be moved.
-		m.Write(binary.BigEndian.AppendUint32(nil, uint32(len(c))))
-		m.Write([]byte(c))
+		m.buf = binary.BigEndian.AppendUint32(m.buf, uint32(len(c)))
+		m.buf = append(m.buf, c...)
 	}
-	return hex.EncodeToString(m.Sum(nil))
+	field(sealFormat)
+	field(workbookID)
+	field(businessDate)
+	for _, c := range cells {
+		field(c)
+	}
+	m.h.Reset()
+	m.h.Write(m.buf)
+	m.sum = m.h.Sum(m.sum[:0])
+	return hex.EncodeToString(m.sum)
 }

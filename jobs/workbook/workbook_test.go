@@ -435,3 +435,61 @@ func TestReadDecisionsRefusesHugeDeclaredSize(t *testing.T) {
 		t.Fatalf("reading it allocated %d MB", grew>>20)
 	}
 }
+
+// A workbook large enough that its Exceptions sheet is deflated in many
+// parallel chunks reads back whole: every row, in order, its MAC
+// recomputing from its cells, with the frozen header and the drop-down.
+func TestLargeWorkbookReadsBack(t *testing.T) {
+	const n = 6_000 // about 4 MB of sheet XML: 4 deflate chunks
+	exception := func(k int) Exception {
+		return Exception{Kind: KindPosting, BankID: "001", OutboxID: int64(k + 1), Ref: fmt.Sprintf("REF%d", k), TxID: fmt.Sprintf("TX-%d", k),
+			Account: "001-1-0000001", Amount: int64(k), Status: "BLOCKED", ReasonCode: "INSUFFICIENT_FUNDS", Since: genAt}
+	}
+	r := sampleReport()
+	r.Exceptions = func(yield func(Exception, error) bool) {
+		for k := 0; k < n; k++ {
+			if !yield(exception(k), nil) {
+				return
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), FileName("2026-12-01"))
+	st, err := Write(path, r)
+	if err != nil || st.Exceptions != n {
+		t.Fatalf("write: %+v %v", st, err)
+	}
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p, err := f.GetPanes(SheetExceptions); err != nil || !p.Freeze || p.YSplit != 1 {
+		t.Errorf("panes %+v %v", p, err)
+	}
+	if dvs, err := f.GetDataValidations(SheetExceptions); err != nil || len(dvs) != 1 || dvs[0].Sqref != fmt.Sprintf("N2:N%d", n+1) {
+		t.Errorf("data validation %+v %v", dvs, err)
+	}
+	rows, err := f.Rows(SheetExceptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	k := -1
+	for rows.Next() {
+		cells, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k >= 0 {
+			e := exception(k)
+			if len(cells) != exceptionCols || cells[colKey-1] != e.Key() || cells[colRef-1] != e.Ref || cells[colResolution-1] != "" ||
+				cells[colMAC-1] != rowMAC(testKey, testSeal.WorkbookID, "2026-12-01", e.identity()) {
+				t.Fatalf("row %d: %q", k+2, cells)
+			}
+		}
+		k++
+	}
+	if k != n {
+		t.Fatalf("read %d exception rows, want %d", k, n)
+	}
+}

@@ -45,20 +45,25 @@ func (r Row) Message() (Message, error) {
 // same transaction, with p as the §12.2 producer (DefaultProducer when
 // empty) and, when s is not nil, the §12.2 signature block signed by s. A
 // hook l already had runs first; an error from either rolls the whole
-// transaction back, entry included.
+// transaction back, entry included. Once the transaction committed,
+// WakeOf(l) is notified.
 func Install(l *finality.Log, p Producer, s *Signer) {
 	if p == (Producer{}) {
 		p = DefaultProducer
 	}
 	prev := l.AfterAppend
+	wake := WakeOf(l)
 	l.AfterAppend = func(ctx context.Context, tx *store.Tx, e finality.Entry) error {
 		if prev != nil {
 			if err := prev(ctx, tx, e); err != nil {
 				return err
 			}
 		}
-		_, err := Insert(ctx, tx, e, p, s)
-		return err
+		if _, err := Insert(ctx, tx, e, p, s); err != nil {
+			return err
+		}
+		tx.AfterCommit(wake.Notify)
+		return nil
 	}
 }
 
@@ -205,13 +210,43 @@ func (o *Outbox) query(ctx context.Context, q string, args ...any) ([]Row, error
 
 // Unsent returns up to limit unsent rows in FinalityLog order.
 func (o *Outbox) Unsent(ctx context.Context, limit int) ([]Row, error) {
-	return o.UnsentAfter(ctx, 0, limit)
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT ?`, limit)
 }
 
-// UnsentAfter returns up to limit unsent rows with outbox_seq > after, in
-// FinalityLog order.
-func (o *Outbox) UnsentAfter(ctx context.Context, after int64, limit int) ([]Row, error) {
-	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+// Pending is an unsent row with the columns a publisher sends.
+type Pending struct {
+	OutboxSeq int64
+	ChainID   string // the Kafka key
+	EventType string
+	Headers   string // EncodeHeaders form
+	CreatedAt string // = the FinalityLog entry's occurred_at
+	Value     []byte // message_json
+}
+
+// PendingAfter returns up to limit unsent rows with outbox_seq > after, in
+// FinalityLog order, reading only what a publisher sends.
+func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pending, error) {
+	out := make([]Pending, 0, min(limit, 4096))
+	err := o.db.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT outbox_seq, chain_id, event_type, headers, created_at, message_json FROM EventOutbox
+			WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r Pending
+			if err := rows.Scan(&r.OutboxSeq, &r.ChainID, &r.EventType, &r.Headers, &r.CreatedAt, &r.Value); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: read unsent outbox rows after %d: %w", after, err)
+	}
+	return out, nil
 }
 
 // Since returns up to limit rows, sent or not, with outbox_seq >= from, in

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -130,6 +133,7 @@ type Processor struct {
 	log  *slog.Logger
 
 	applied, dups, gaps, missing, refused atomic.Int64
+	lag                                   prometheus.Histogram
 }
 
 // NewProcessor returns the Processor of consumer name on db, which must
@@ -138,8 +142,16 @@ func NewProcessor(db *store.DB, name string, clk clock.Clock, logger *slog.Logge
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Processor{db: db, name: name, clk: clk, log: zclog.OrDiscard(logger)}
+	return &Processor{db: db, name: name, clk: clk, log: zclog.OrDiscard(logger),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zcgw_event_consumer_lag_seconds",
+			Help:        "From an event's FinalityLog append (its occurred_at) to this consumer's handler being called for it (applied events only).",
+			ConstLabels: prometheus.Labels{"consumer": name},
+			Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})}
 }
+
+// Collector is the Processor's append-to-handler lag histogram, for the
+// consumer's own Prometheus registry.
+func (p *Processor) Collector() prometheus.Collector { return p.lag }
 
 var processedCols = []string{"consumer", "chain_id", "event_seq", "message_id", "topic", "kafka_partition", "kafka_offset", "processed_at"}
 
@@ -148,6 +160,7 @@ var processedCols = []string{"consumer", "chain_id", "event_seq", "message_id", 
 // in one transaction. See the package comment for the rules.
 func (p *Processor) Process(ctx context.Context, ev Event, h Handler) (Result, error) {
 	var res Result
+	var handled time.Time
 	now := clock.Stamp(p.clk.Now())
 	err := p.db.Write(ctx, func(tx *store.Tx) error {
 		res = Result{}
@@ -199,6 +212,7 @@ func (p *Processor) Process(ctx context.Context, ev Event, h Handler) (Result, e
 				return domainerr.New("CONCURRENCY_CONFLICT", "chain advanced concurrently", map[string]any{"chain_id": ev.ChainID, "last_seq": last})
 			}
 		}
+		handled = p.clk.Now()
 		if err := h(ctx, tx, ev); err != nil {
 			return fmt.Errorf("consume: handler for %s/%d (%s): %w", ev.ChainID, ev.EventSeq, ev.Name, err)
 		}
@@ -219,6 +233,9 @@ func (p *Processor) Process(ctx context.Context, ev Event, h Handler) (Result, e
 		p.log.Debug("events.duplicate", "consumer", p.name, "chain_id", ev.ChainID, "event_seq", ev.EventSeq)
 	case Applied:
 		p.applied.Add(1)
+		if at, err := clock.ParseStamp(ev.OccurredAt); err == nil {
+			p.lag.Observe(max(handled.Sub(at), 0).Seconds())
+		}
 		if res.Missing > 0 {
 			p.gaps.Add(1)
 			p.missing.Add(res.Missing)

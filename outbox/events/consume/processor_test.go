@@ -7,7 +7,12 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -196,5 +201,26 @@ func TestReject(t *testing.T) {
 	})
 	if count != 1 || code != "INVALID_REQUEST" || reason != derr.Error() {
 		t.Fatalf("rejected rows %d %s %q", count, code, reason)
+	}
+}
+
+// The lag histogram gets one sample per applied event, from its
+// occurred_at to the handler's call on the Processor's clock; a duplicate
+// adds none.
+func TestProcessObservesAppendToHandlerLag(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 4, 1, 1, 0, 3, 0, time.UTC)) // 3 s after the events' occurred_at
+	p := NewProcessor(openConsumerDB(t), "ledger", clk, nil)
+	for _, ev := range []Event{event("TX-1", 1), event("TX-1", 2), event("TX-1", 2)} {
+		if _, err := p.Process(ctx, ev, addAmount); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m dto.Metric
+	if err := p.Collector().(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() != 6 {
+		t.Fatalf("lag histogram: %d samples, sum %v s; want 2 and 6", h.GetSampleCount(), h.GetSampleSum())
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAcknowledgedMarksEachChainOnlyUpToItsFirstFailure(t *testing.T) {
-	rows := []events.Row{
+	rows := []events.Pending{
 		{OutboxSeq: 1, ChainID: "A"}, {OutboxSeq: 2, ChainID: "B"}, {OutboxSeq: 3, ChainID: "A"},
 		{OutboxSeq: 4, ChainID: "B"}, {OutboxSeq: 5, ChainID: "A"}, {OutboxSeq: 6, ChainID: "C"},
 	}

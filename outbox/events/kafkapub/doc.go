@@ -7,6 +7,14 @@
 // 002 §12.2 header fields; value = the JSON event. The topic is chosen by
 // event family (Topics: event-type prefix -> topic, with a default).
 //
+// Rows are read in batches (up to 5,000 per step, at most 960 kB per
+// partition so each partition's share is one produce request), written with
+// one sync kafka-go WriteMessages, and the acknowledged rows are marked sent
+// in one commit, overlapped with the next step's read and write. Run sleeps
+// on the outbox's events.Wake (notified after each append commit) with a
+// slow timer, never polling an empty outbox. Prepare checks (or creates)
+// the topics; Collectors are its Prometheus metrics.
+//
 // Delivery is at least once: a row is marked sent only after the broker
 // acknowledged it (RequiredAcks all). A failed write leaves its rows unsent
 // and the publisher backs off (exponential, driven by its Clock, so a test

@@ -2,14 +2,18 @@ package kafkapub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -64,8 +68,8 @@ type Config struct {
 	Brokers []string // host:port of the bootstrap brokers (required)
 	Topics  Topics
 
-	BatchRows  int // rows per drain step (500)
-	BatchBytes int // approximate bytes per drain step (900,000; at most 960,000 so one partition's share stays one produce request under 1 MiB)
+	BatchRows  int // rows per drain step (5,000)
+	BatchBytes int // approximate bytes per drain step (8 MB); one partition's share of a step is at most 960,000 bytes
 
 	BatchTimeout    time.Duration // kafka-go Writer.BatchTimeout (2ms; kafka-go's 1s default caps a sync writer at ~1,000 msg/s)
 	WriteTimeout    time.Duration // kafka-go Writer.WriteTimeout and ReadTimeout (5s)
@@ -75,25 +79,32 @@ type Config struct {
 
 	BackoffMin time.Duration // first wait after a failed step (200ms), doubling per consecutive failure
 	BackoffMax time.Duration // cap of that wait (30s)
-	Idle       time.Duration // Run's wait when the outbox is empty (10ms: one indexed read per wait, unless Changed says nothing changed)
-
-	// Changed, when set, is a counter that moves whenever the outbox's
-	// database may hold new rows: the node passes zc.db's commit counter
-	// (store.DB.Stats().Commits, an atomic read). An idle Run then reads
-	// the outbox only after the counter moved, or after IdleRead (1s) for
-	// rows written by another process, which the counter cannot see; so
-	// an idle node costs no read per Idle.
-	Changed  func() int64
-	IdleRead time.Duration
+	// Idle is Run's longest wait when the outbox is empty (1s). Run wakes
+	// earlier on Wake; Idle only bounds how long a row committed without a
+	// Wake notification (another process, a Log without Install) waits.
+	Idle time.Duration
+	// Wake is notified after each commit that added outbox rows
+	// (events.WakeOf of the Log the outbox is installed on). Nil: Run polls
+	// every Idle.
+	Wake *events.Wake
+	// CreateTopics, when set, makes Prepare create the missing topics
+	// with this layout. Nil: a missing topic is a *MissingTopicError.
+	CreateTopics *TopicLayout
 
 	Clock  clock.Clock  // decides when a retry is due (clock.System{})
 	Logger *slog.Logger // events.publish_failed / events.publish_resumed (nil: discard)
 }
 
-// maxStepBytes keeps a step's records of one partition inside one kafka-go
-// batch (BatchBytes 1 MiB): a partition's rows of a step then succeed or
-// fail together, which the per-chain ordering relies on.
-const maxStepBytes = 960_000
+// TopicLayout is how Prepare creates a missing topic.
+type TopicLayout struct {
+	Partitions  int // > 0
+	Replication int // > 0
+}
+
+// maxPartitionBytes keeps a step's records of one partition inside one
+// kafka-go batch (BatchBytes 1 MiB): a partition's rows of a step then
+// succeed or fail together, which the per-chain ordering relies on.
+const maxPartitionBytes = 960_000
 
 func (c *Config) defaults() {
 	set := func(d *time.Duration, v time.Duration) {
@@ -102,10 +113,10 @@ func (c *Config) defaults() {
 		}
 	}
 	if c.BatchRows <= 0 {
-		c.BatchRows = 500
+		c.BatchRows = 5000
 	}
-	if c.BatchBytes <= 0 || c.BatchBytes > maxStepBytes {
-		c.BatchBytes = 900_000
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = 8 << 20
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 3
@@ -116,8 +127,7 @@ func (c *Config) defaults() {
 	set(&c.WriteBackoffMax, 200*time.Millisecond)
 	set(&c.BackoffMin, 200*time.Millisecond)
 	set(&c.BackoffMax, 30*time.Second)
-	set(&c.Idle, 10*time.Millisecond)
-	set(&c.IdleRead, time.Second)
+	set(&c.Idle, time.Second)
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
@@ -137,10 +147,22 @@ type PublishError struct {
 }
 
 func (e *PublishError) Error() string {
+	if e.Rows == 0 {
+		return fmt.Sprintf("kafkapub: cannot publish (retry in %s): %v", e.Backoff, e.Err)
+	}
 	return fmt.Sprintf("kafkapub: %d of %d events not acknowledged (retry in %s): %v", e.Rows-e.Sent, e.Rows, e.Backoff, e.Err)
 }
 
 func (e *PublishError) Unwrap() error { return e.Err }
+
+// MissingTopicError says which topics the routing needs and the cluster
+// does not have (Prepare without CreateTopics). The publisher does not
+// start: it would only fail forever.
+type MissingTopicError struct{ Topics []string }
+
+func (e *MissingTopicError) Error() string {
+	return fmt.Sprintf("kafkapub: topic %s does not exist on the cluster (create it, or let the publisher create missing topics)", strings.Join(e.Topics, ", "))
+}
 
 // Step is what one drain step did.
 type Step struct {
@@ -155,6 +177,14 @@ type Stats struct {
 	Failures  int64 // failed steps
 }
 
+// batch is one step's rows and their records.
+type batch struct {
+	rows []events.Pending
+	msgs []kafka.Message
+	more bool // the read stopped at a limit: more rows may follow
+	err  error
+}
+
 // Publisher drains one outbox to Kafka. Step and Run are not for
 // concurrent use on one Publisher; two Publishers on one outbox are safe
 // (each row is marked sent once) but duplicate records.
@@ -163,34 +193,59 @@ type Publisher struct {
 	ob    *events.Outbox
 	log   *slog.Logger
 	w     *kafka.Writer
-	fails int // consecutive failed steps
+	parts sync.Map // topic -> partition count, learned by the balancer
+	fails int      // consecutive failed steps
 	retry time.Time
 	// cursor: rows up to it were acknowledged; their MarkSent may still be
 	// running (marking). Reset to 0 by any failure.
 	cursor  int64
 	marking chan error
-	pub     atomic.Int64
-	failed  atomic.Int64
+	// ahead is the next step's batch, read while this step's records were
+	// on the wire (nil: none).
+	ahead  chan batch
+	pub    atomic.Int64
+	failed atomic.Int64
 	// lastErr is the last step's failure, nil after a successful step
 	// (Health reads it from other goroutines).
-	lastErr atomic.Pointer[PublishError]
+	lastErr  atomic.Pointer[error]
+	lag      prometheus.Histogram
+	prepared bool // Prepare succeeded (Run publishes only then)
 }
 
 // New returns a Publisher draining ob to cfg.Brokers. It does not connect
-// until the first Step.
+// until Prepare or the first Step.
 func New(ob *events.Outbox, cfg Config) (*Publisher, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, ErrNoBrokers
 	}
+	if l := cfg.CreateTopics; l != nil && (l.Partitions <= 0 || l.Replication <= 0) {
+		return nil, fmt.Errorf("kafkapub: create topics with %d partitions and replication %d: both must be at least 1", l.Partitions, l.Replication)
+	}
 	cfg.defaults()
-	return &Publisher{cfg: cfg, ob: ob, log: zclog.OrDiscard(cfg.Logger)}, nil
+	return &Publisher{cfg: cfg, ob: ob, log: zclog.OrDiscard(cfg.Logger),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "zcgw_event_publish_lag_seconds",
+			Help:    "From a FinalityLog append (the event's occurred_at) to the broker's acknowledgement of its record.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}})}, nil
+}
+
+// learningBalancer is the Java client's key hashing (Murmur2); it records
+// each topic's partition count so the next steps can bound every
+// partition's share.
+type learningBalancer struct {
+	kafka.Murmur2Balancer
+	parts *sync.Map
+}
+
+func (b learningBalancer) Balance(m kafka.Message, partitions ...int) int {
+	b.parts.Store(m.Topic, len(partitions))
+	return b.Murmur2Balancer.Balance(m, partitions...)
 }
 
 func (p *Publisher) writer() *kafka.Writer {
 	if p.w == nil {
 		p.w = &kafka.Writer{
 			Addr:            kafka.TCP(p.cfg.Brokers...),
-			Balancer:        &kafka.Murmur2Balancer{}, // the Java client's key hashing
+			Balancer:        learningBalancer{parts: &p.parts},
 			RequiredAcks:    kafka.RequireAll,
 			BatchSize:       p.cfg.BatchRows, // one step's rows of a partition form one batch
 			BatchBytes:      1 << 20,
@@ -205,60 +260,149 @@ func (p *Publisher) writer() *kafka.Writer {
 	return p.w
 }
 
+// Prepare checks that every topic the routing can choose exists, creating
+// the missing ones when Config.CreateTopics says how. Without CreateTopics
+// a missing topic is a *MissingTopicError. A broker that cannot be reached
+// is an error too (the caller decides whether to start anyway: Run
+// publishes once the broker is back).
+func (p *Publisher) Prepare(ctx context.Context) error {
+	topics := p.cfg.Topics.All()
+	if l := p.cfg.CreateTopics; l != nil {
+		err := EnsureTopics(ctx, p.cfg.Brokers, topics, l.Partitions, l.Replication)
+		p.prepared = err == nil
+		return err
+	}
+	c := &kafka.Client{Addr: kafka.TCP(p.cfg.Brokers...), Timeout: 10 * time.Second}
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return fmt.Errorf("kafkapub: read metadata of topics %v: %w", topics, err)
+	}
+	have := map[string]bool{}
+	for _, t := range md.Topics {
+		if t.Error == nil && len(t.Partitions) > 0 {
+			have[t.Name] = true
+		} else if t.Error != nil && !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			return fmt.Errorf("kafkapub: metadata of topic %s: %w", t.Name, t.Error)
+		}
+	}
+	var missing []string
+	for _, t := range topics {
+		if !have[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return &MissingTopicError{Topics: missing}
+	}
+	p.prepared = true
+	return nil
+}
+
 // Step drains one batch: it reads the oldest unsent rows, writes them, and
 // marks sent the rows the broker acknowledged. While a backoff runs (after
 // a failed step, until the Clock passes the retry time) it attempts
 // nothing and returns the remaining wait.
 //
-// After a fully acknowledged write, the MarkSent of that batch runs in the
-// background while the next Step reads and writes the rows after it (the
-// fsync of one overlaps the produce round trip of the other). A failed
-// background MarkSent only means those rows are published again later:
-// they were delivered before everything after them, so the consumer drops
-// them as duplicates.
+// A step is a pipeline stage: while its records are on the wire, the
+// MarkSent of the previous step commits and the rows of the next step are
+// read. A failed background MarkSent only means those rows are published
+// again later: they were delivered before everything after them, so the
+// consumer drops them as duplicates.
 func (p *Publisher) Step(ctx context.Context) (Step, error) {
 	now := p.cfg.Clock.Now()
 	if now.Before(p.retry) {
 		return Step{Wait: p.retry.Sub(now)}, nil
 	}
-	rows, err := p.ob.UnsentAfter(ctx, p.cursor, p.cfg.BatchRows)
-	if err != nil {
-		return Step{}, p.fail(0, 0, errors.Join(err, p.awaitMark()))
+	b := p.takeAhead()
+	if b == nil || len(b.rows) == 0 || b.err != nil {
+		// An empty read-ahead may be stale: read again.
+		nb := p.read(ctx, p.cursor)
+		b = &nb
 	}
-	msgs, rows := p.messages(rows)
-	if len(msgs) == 0 {
+	if b.err != nil {
+		return Step{}, p.fail(0, 0, errors.Join(b.err, p.awaitMark()))
+	}
+	if len(b.msgs) == 0 {
 		if err := p.awaitMark(); err != nil {
 			return Step{}, p.fail(0, 0, err)
 		}
 		return Step{}, nil
 	}
-	werr := p.writer().WriteMessages(ctx, msgs...)
-	acks := acknowledged(rows, msgs, werr)
+	last := b.rows[len(b.rows)-1].OutboxSeq
+	if b.more {
+		p.readAhead(ctx, last)
+	}
+	werr := p.writer().WriteMessages(ctx, b.msgs...)
+	acks := acknowledged(b.rows, b.msgs, werr)
 	if werr == nil {
+		p.observeLag(b.rows)
 		if err := p.awaitMark(); err != nil {
 			// The previous batch stays unsent and is published again
 			// (duplicates); this one was acknowledged: mark it now.
+			p.dropAhead()
 			marked, merr := p.ob.MarkSent(ctx, acks)
 			p.pub.Add(int64(marked))
-			return Step{Read: len(rows), Sent: marked}, p.fail(len(rows), marked, errors.Join(err, merr))
+			return Step{Read: len(b.rows), Sent: marked}, p.fail(len(b.rows), marked, errors.Join(err, merr))
 		}
 		p.markAsync(ctx, acks)
-		p.cursor = rows[len(rows)-1].OutboxSeq
+		p.cursor = last
 		if p.fails > 0 {
 			p.log.Info("events.publish_resumed", "after_failures", p.fails, "sent", len(acks))
 		}
 		p.fails, p.retry = 0, time.Time{}
 		p.lastErr.Store(nil)
-		return Step{Read: len(rows), Sent: len(acks)}, nil
+		return Step{Read: len(b.rows), Sent: len(acks)}, nil
 	}
 	// Start the next attempt on fresh connections and metadata, from the
 	// oldest unsent row.
+	p.dropAhead()
 	_ = p.w.Close()
 	p.w = nil
 	aerr := p.awaitMark()
 	marked, merr := p.ob.MarkSent(ctx, acks)
 	p.pub.Add(int64(marked))
-	return Step{Read: len(rows), Sent: marked}, p.fail(len(rows), marked, errors.Join(werr, aerr, merr))
+	return Step{Read: len(b.rows), Sent: marked}, p.fail(len(b.rows), marked, errors.Join(werr, aerr, merr))
+}
+
+// read reads the unsent rows after cursor and turns them into records.
+func (p *Publisher) read(ctx context.Context, after int64) batch {
+	rows, err := p.ob.PendingAfter(ctx, after, p.cfg.BatchRows)
+	if err != nil {
+		return batch{err: err}
+	}
+	n := len(rows)
+	msgs, rows := p.messages(rows)
+	return batch{rows: rows, msgs: msgs, more: n == p.cfg.BatchRows || len(rows) < n}
+}
+
+// readAhead reads the rows after last in the background.
+func (p *Publisher) readAhead(ctx context.Context, last int64) {
+	ch := make(chan batch, 1)
+	go func() { ch <- p.read(ctx, last) }()
+	p.ahead = ch
+}
+
+func (p *Publisher) takeAhead() *batch {
+	if p.ahead == nil {
+		return nil
+	}
+	b := <-p.ahead
+	p.ahead = nil
+	return &b
+}
+
+// dropAhead discards the read-ahead (the next step rereads from the
+// oldest unsent row).
+func (p *Publisher) dropAhead() { _ = p.takeAhead() }
+
+// observeLag records each acknowledged row's append-to-acknowledgement lag.
+func (p *Publisher) observeLag(rows []events.Pending) {
+	now := p.cfg.Clock.Now()
+	for _, r := range rows {
+		if t, err := clock.ParseStamp(r.CreatedAt); err == nil {
+			p.lag.Observe(max(now.Sub(t), 0).Seconds())
+		}
+	}
 }
 
 // markAsync marks acks sent in the background; awaitMark collects it.
@@ -297,49 +441,108 @@ func (p *Publisher) fail(rows, sent int, err error) error {
 	}
 	backoff = min(backoff, p.cfg.BackoffMax)
 	p.retry = p.cfg.Clock.Now().Add(backoff)
-	pe := &PublishError{Rows: rows, Sent: sent, Backoff: backoff, Err: err}
-	p.lastErr.Store(pe)
+	var pe error = &PublishError{Rows: rows, Sent: sent, Backoff: backoff, Err: err}
+	p.lastErr.Store(&pe)
 	p.log.Warn("events.publish_failed", "rows", rows, "sent", sent, "consecutive_failures", p.fails, "backoff_ms", backoff.Milliseconds(), "error", err)
 	return pe
 }
 
 // messages turns rows into records, stopping before BatchBytes would be
-// exceeded (always keeping the first row). It returns the rows it used.
-func (p *Publisher) messages(rows []events.Row) ([]kafka.Message, []events.Row) {
+// exceeded, or one partition's share would exceed maxPartitionBytes
+// (always keeping the first row). It returns the rows it used.
+func (p *Publisher) messages(rows []events.Pending) ([]kafka.Message, []events.Pending) {
 	msgs := make([]kafka.Message, 0, len(rows))
 	size := 0
+	share := map[string]int{}
+	var bal kafka.Murmur2Balancer
 	for i, r := range rows {
-		hs, err := events.DecodeHeaders(r.Headers)
+		hs, err := kafkaHeaders(r.Headers)
 		if err != nil {
 			// A row this package cannot read was not written by
 			// events.Insert; publish it with the headers its message
 			// gives rather than hold every later event back.
-			m, _ := r.Message()
-			hs = m.Headers()
+			var m events.Message
+			_ = json.Unmarshal(r.Value, &m)
+			hs = hs[:0]
+			for _, h := range m.Headers() {
+				hs = append(hs, kafka.Header{Key: h.Key, Value: []byte(h.Value)})
+			}
 		}
-		km := kafka.Message{Topic: p.cfg.Topics.For(r.EventType), Key: []byte(r.ChainID), Value: []byte(r.MessageJSON),
-			Headers: make([]kafka.Header, len(hs))}
-		for k, h := range hs {
-			km.Headers[k] = kafka.Header{Key: h.Key, Value: []byte(h.Value)}
+		km := kafka.Message{Topic: p.cfg.Topics.For(r.EventType), Key: []byte(r.ChainID), Value: r.Value, Headers: hs}
+		n := len(km.Value) + len(km.Key) + 64 + 8*len(hs) + len(r.Headers)
+		part := km.Topic
+		if np, ok := p.parts.Load(km.Topic); ok && np.(int) > 0 {
+			part += "#" + strconv.Itoa(bal.Balance(km, partitionIDs(np.(int))...))
 		}
-		n := len(km.Value) + len(km.Key) + 64
-		for _, h := range km.Headers {
-			n += len(h.Key) + len(h.Value) + 8
-		}
-		if i > 0 && size+n > p.cfg.BatchBytes {
+		if i > 0 && (size+n > p.cfg.BatchBytes || share[part]+n > maxPartitionBytes) {
 			return msgs, rows[:i]
 		}
 		size += n
+		share[part] += n
 		msgs = append(msgs, km)
 	}
 	return msgs, rows
+}
+
+var ids = func() []int {
+	s := make([]int, 1024)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}()
+
+// partitionIDs is 0..n-1, as kafka-go's Writer hands them to its balancer.
+func partitionIDs(n int) []int {
+	if n <= len(ids) {
+		return ids[:n]
+	}
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// kafkaHeaders decodes an EventOutbox.headers column (events.EncodeHeaders)
+// into record headers. Values without escapes share one copy of the column.
+func kafkaHeaders(s string) ([]kafka.Header, error) {
+	if s == "" {
+		return nil, nil
+	}
+	buf := []byte(s)
+	out := make([]kafka.Header, 0, strings.Count(s, "&")+1)
+	for off, i := 0, 0; off <= len(s); i++ {
+		end := strings.IndexByte(s[off:], '&')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += off
+		}
+		pair := s[off:end]
+		eq := strings.IndexByte(pair, '=')
+		if eq < 0 {
+			return nil, fmt.Errorf("kafkapub: headers pair %d %q has no '='", i+1, pair)
+		}
+		k, v := pair[:eq], buf[off+eq+1:end]
+		if strings.ContainsAny(pair, "%+") {
+			hs, err := events.DecodeHeaders(pair)
+			if err != nil {
+				return nil, err
+			}
+			k, v = hs[0].Key, []byte(hs[0].Value)
+		}
+		out = append(out, kafka.Header{Key: k, Value: v})
+		off = end + 1
+	}
+	return out, nil
 }
 
 // acknowledged returns the rows to mark sent after WriteMessages returned
 // err. A chain's rows are marked only up to its first unacknowledged row,
 // so the retry resends that chain's rows in order (the ones already
 // delivered come again as duplicates the consumer drops).
-func acknowledged(rows []events.Row, msgs []kafka.Message, err error) []events.Ack {
+func acknowledged(rows []events.Pending, msgs []kafka.Message, err error) []events.Ack {
 	if err == nil {
 		acks := make([]events.Ack, len(rows))
 		for i, r := range rows {
@@ -364,48 +567,67 @@ func acknowledged(rows []events.Row, msgs []kafka.Message, err error) []events.A
 }
 
 // Run drains the outbox until ctx ends: immediately while rows remain,
-// every Idle when it is empty (with Config.Changed: only once the counter
-// moved, or every IdleRead), and after a failure when the backoff ends.
-// It returns ctx.Err().
+// on Wake (or every Idle) when it is empty, and after a failure when the
+// backoff ends. It returns ctx.Err().
+//
+// Unless Prepare succeeded already, Run first runs it, retrying (with the
+// backoff, reported by Health) while the broker cannot be reached; a
+// *MissingTopicError stops Run: it returns it and Health keeps reporting it.
 func (p *Publisher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
-	for {
-		var seen int64
-		if p.cfg.Changed != nil {
-			seen = p.cfg.Changed() // before the read: a commit after it makes the next look read
-		}
-		read := time.Now()
-		st, err := p.Step(ctx)
+	for !p.prepared {
+		err := p.Prepare(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var wait time.Duration
-		idle := false
-		switch {
-		case st.Wait > 0:
-			wait = st.Wait
-		case err != nil:
-			wait = p.retry.Sub(p.cfg.Clock.Now())
-		case st.Read < p.cfg.BatchRows && st.Read == st.Sent:
-			wait, idle = p.cfg.Idle, true
-			if st.Read > 0 {
-				continue // a short batch may have been the tail of a burst: look once more
-			}
-		default:
-			continue
+		var mt *MissingTopicError
+		if errors.As(err, &mt) {
+			p.lastErr.Store(&err)
+			p.failed.Add(1)
+			p.log.Error("events.publisher_stopped", "error", err)
+			return err
 		}
-		for {
-			timer.Reset(max(wait, time.Millisecond))
+		if err != nil {
+			_ = p.fail(0, 0, err)
+			timer.Reset(max(p.retry.Sub(p.cfg.Clock.Now()), time.Millisecond))
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-timer.C:
 			}
-			if !idle || p.cfg.Changed == nil || p.cfg.Changed() != seen || time.Since(read) >= p.cfg.IdleRead {
-				break
+		}
+	}
+	for {
+		var woken <-chan struct{}
+		if p.cfg.Wake != nil {
+			woken = p.cfg.Wake.Wait() // before the read: a commit after it closes this channel
+		}
+		st, err := p.Step(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var wait time.Duration
+		switch {
+		case st.Wait > 0:
+			wait, woken = st.Wait, nil
+		case err != nil:
+			wait, woken = p.retry.Sub(p.cfg.Clock.Now()), nil
+		case st.Read > 0:
+			continue // a short batch may have been the tail of a burst: look once more
+		default:
+			wait = p.cfg.Idle
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-woken:
+			if !timer.Stop() {
+				<-timer.C
 			}
+		case <-timer.C:
 		}
 	}
 }
@@ -416,18 +638,38 @@ func (p *Publisher) Stats() Stats {
 }
 
 // Health is nil unless the publisher's last step failed; then it is that
-// failure (a *PublishError). It is safe to call while Run runs: the
+// failure (a *PublishError, or the *MissingTopicError that stopped Run). It is safe to call while Run runs: the
 // node's readiness check reports it.
 func (p *Publisher) Health() error {
 	if pe := p.lastErr.Load(); pe != nil {
-		return pe
+		return *pe
 	}
 	return nil
 }
 
-// Close waits for a background MarkSent, then flushes and closes the Kafka
-// writer.
+// Collectors are the publisher's metrics: events published, failed steps,
+// whether the last step failed, and the append-to-acknowledgement lag.
+func (p *Publisher) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_events_published_total",
+			Help: "Event-outbox rows the broker acknowledged and the publisher marked sent."}, func() float64 { return float64(p.pub.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_event_publish_failures_total",
+			Help: "Failed publisher steps (broker unreachable, records refused, outbox not readable or markable)."}, func() float64 { return float64(p.failed.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zcgw_event_publisher_failing",
+			Help: "1 while the publisher's last step failed (it backs off and retries), else 0."}, func() float64 {
+			if p.Health() != nil {
+				return 1
+			}
+			return 0
+		}),
+		p.lag,
+	}
+}
+
+// Close waits for a background MarkSent and read-ahead, then flushes and
+// closes the Kafka writer.
 func (p *Publisher) Close() error {
+	p.dropAhead()
 	err := p.awaitMark()
 	if p.w != nil {
 		err = errors.Join(err, p.w.Close())

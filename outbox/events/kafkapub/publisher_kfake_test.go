@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,51 +309,5 @@ func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 	}
 	if st := d.proc.Stats(); st.Duplicates != 10 || st.Refused != 0 || st.Gaps != 0 {
 		t.Errorf("consumer stats %+v, want 10 duplicates", st)
-	}
-}
-
-// An idle Run with Config.Changed reads the outbox only once the counter
-// moved (or IdleRead passed): rows committed while the counter stands
-// still wait, and are published at once when it moves.
-func TestIdleRunReadsOnlyAfterTheCounterMoved(t *testing.T) {
-	ctx := context.Background()
-	topic := name(t, "idle")
-	if err := kafkapub.EnsureTopics(ctx, brokers, []string{topic}, 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	c := newCoordinator(t, clock.NewManual(t0))
-	var commits atomic.Int64
-	p, err := kafkapub.New(c.ob, kafkapub.Config{Brokers: brokers, Topics: kafkapub.Topics{Default: topic},
-		Idle: time.Millisecond, IdleRead: time.Hour, Changed: commits.Load})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c.appendRound(t, 1, 3) // the first read of Run publishes these
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Run returned %v", err)
-		}
-	}()
-	for deadline := time.Now().Add(10 * time.Second); c.unsent(t) > 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Run's first read did not publish the first rows")
-		}
-	}
-	time.Sleep(50 * time.Millisecond) // its look after the burst found nothing: it is idle now
-	c.appendRound(t, 2, 3)
-	time.Sleep(100 * time.Millisecond) // a hundred Idle waits
-	if n := c.unsent(t); n != 3 {
-		t.Fatalf("%d unsent rows while the counter stood still, want 3 (Run read without a change)", n)
-	}
-	commits.Add(1)
-	for deadline := time.Now().Add(10 * time.Second); c.unsent(t) > 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the rows were not published after the counter moved")
-		}
 	}
 }
