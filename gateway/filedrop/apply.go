@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/zengin"
 )
 
@@ -20,14 +20,18 @@ type job struct {
 }
 
 // apply submits every data record after d.AppliedThrough as a BULK
-// PaymentInitiated, Chunk records at a time (Workers at once), and
-// checkpoints applied_through after each chunk. A record submitted before
-// a crash but after the last checkpoint is submitted again under the same
-// key and body: the coordinator replays its stored answer, so no record is
-// applied twice and none is skipped. A refusal of the coordinator (a limit,
-// an inactive participant) is recorded for the result file; an error that
-// may pass (a retryable category, read-only mode, I/O) stops the pass and
-// the next pass resumes from the checkpoint.
+// PaymentInitiated, Chunk records per SubmitBulk: one commit holds a
+// chunk's transfers, the refusals among them and the checkpoint
+// applied_through, so a crash loses or keeps a whole chunk and the next
+// pass resumes exactly after the last committed one. A record submitted
+// again anyway (two processes resuming the same file) carries the same
+// key and body: the coordinator replays its stored answer, so no record
+// is applied twice and none is skipped. A refusal of the coordinator (a
+// limit, an inactive participant) is recorded for the result file; an
+// error that may pass (a retryable category, read-only mode, I/O) rolls
+// the chunk back and stops the pass, and the next pass resumes from the
+// checkpoint. The file is streamed: memory holds one chunk, whatever the
+// file's size.
 func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 	path := filepath.Join(b.Folders().Processing, d.ProcessingName)
 	file, err := os.Open(path)
@@ -40,15 +44,12 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 	n, data := 0, int64(0)
 	chunk := make([]job, 0, p.cfg.Chunk)
 	flush := func(through int) error {
-		refused, err := p.submit(ctx, b, chunk)
+		refused, err := p.submit(ctx, b, d.ID, chunk, through)
 		if err != nil {
 			return err
 		}
-		if err := p.led.checkpoint(ctx, d.ID, through, refused); err != nil {
-			return err
-		}
 		d.AppliedThrough = through
-		d.RefusedCount += len(refused)
+		d.RefusedCount += refused
 		chunk = chunk[:0]
 		if p.cfg.Progress != nil {
 			p.cfg.Progress(b.ID, d.FileName, data, d.RecordCount)
@@ -98,51 +99,33 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 	return nil
 }
 
-// submit submits a chunk with Workers goroutines. It returns the records
-// the coordinator refused, or the first error that stops the pass.
-func (p *Processor) submit(ctx context.Context, b Bank, chunk []job) ([]refusal, error) {
-	var (
-		mu      sync.Mutex
-		refused []refusal
-		first   error
-		wg      sync.WaitGroup
-	)
-	next := make(chan job)
-	for w := 0; w < min(p.cfg.Workers, max(len(chunk), 1)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				_, err := p.cfg.Coordinator.Submit(ctx, j.req, j.key, b.ID)
-				if err == nil {
-					continue
-				}
-				mu.Lock()
-				if retryLater(err) {
-					if first == nil {
-						first = fmt.Errorf("filedrop: submit record %d: %w", j.record, err)
-					}
-				} else {
-					de, _ := domainerr.As(err)
-					refused = append(refused, refusal{record: j.record, code: de.Code, message: de.Message})
-				}
-				mu.Unlock()
+// submit submits a chunk in one SubmitBulk whose transaction also records
+// the refusals and checkpoints applied_through = through. It returns how
+// many records the coordinator refused, or the error that stops the pass
+// (then nothing of the chunk was committed).
+func (p *Processor) submit(ctx context.Context, b Bank, dropID string, chunk []job, through int) (int, error) {
+	items := make([]orchestrator.BulkItem, len(chunk))
+	for i, j := range chunk {
+		items[i] = orchestrator.BulkItem{Req: j.req, Key: j.key}
+	}
+	var refused int
+	_, err := p.cfg.Coordinator.SubmitBulk(ctx, b.ID, items, func(ctx context.Context, tx *store.Tx, out []orchestrator.BulkOutcome) error {
+		var rs []refusal
+		for i, o := range out {
+			if o.Err == nil {
+				continue
 			}
-		}()
-	}
-	for _, j := range chunk {
-		mu.Lock()
-		stop := first != nil
-		mu.Unlock()
-		if stop || ctx.Err() != nil {
-			break
+			if retryLater(o.Err) {
+				return fmt.Errorf("filedrop: submit record %d: %w", chunk[i].record, o.Err)
+			}
+			de, _ := domainerr.As(o.Err)
+			rs = append(rs, refusal{record: chunk[i].record, code: de.Code, message: de.Message})
 		}
-		next <- j
+		refused = len(rs)
+		return p.led.checkpointTx(ctx, tx, dropID, through, rs)
+	})
+	if err != nil {
+		return 0, err
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
-	}
-	return refused, first
+	return refused, nil
 }
