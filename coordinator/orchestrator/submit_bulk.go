@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/ident"
+	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -52,10 +54,11 @@ const FailBulkBeforeThen = "orchestrator.bulk-before-then"
 // nothing), Transactions row, first FinalityLog entry and work item.
 //
 // A refused item writes nothing and its outcome carries the refusal; the
-// others are accepted. (Items run without savepoints; when an item is
-// refused after it wrote, which takes a txid that exists or a tampered
-// chain, the transaction is rolled back and run again with a savepoint
-// per item.) Errors that
+// others are accepted. The writes are batch-wide (bulkFastTx: one daily
+// consumption per payer, multi-row INSERTs); when that cannot decide
+// (a payer's daily limit reached inside the batch, a txid that exists),
+// the transaction is rolled back and run again item by item, each in a
+// savepoint (bulkCarefulTx), which refuses exactly the items Submit would. Errors that
 // concern the whole submission are returned and nothing is written: the
 // read-only mode (SYSTEM_*_READ_ONLY, checked once first), an issuer
 // that is not identified, a database error, then's error. Nothing is
@@ -94,25 +97,22 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 			if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 				return err
 			}
-			env := &submitEnv{}
-			for i, it := range items {
-				if res[i].Err != nil {
+			var err error
+			if careful {
+				err = o.bulkCarefulTx(ctx, tx, issuerBankID, items, bodies, res)
+			} else {
+				err = o.bulkFastTx(ctx, tx, issuerBankID, items, bodies, res)
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range res {
+				switch {
+				case r.Err != nil:
 					refused++
-					continue
-				}
-				r, err := o.bulkItemTx(ctx, tx, it, issuerBankID, bodies[i], env, careful)
-				if err != nil {
-					if _, ok := domainerr.As(err); !ok || errors.Is(err, errBulkCareful) {
-						return err
-					}
-					res[i].Err = err
-					refused++
-					continue
-				}
-				res[i].Result = r
-				if r.Replayed {
+				case r.Result.Replayed:
 					replayed++
-				} else {
+				default:
 					accepted++
 				}
 			}
@@ -128,9 +128,10 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 	}
 	err := run(false)
 	if errors.Is(err, errBulkCareful) {
-		// An item was refused after it had written: run the submission
-		// again with a savepoint per item (nothing of the first run was
-		// committed).
+		// Something unusual (a daily limit reached within the batch, a
+		// txid that exists): nothing of the first run was committed; run
+		// the submission again item by item, each in a savepoint, which
+		// refuses exactly the items Submit would refuse.
 		err = run(true)
 	}
 	if err != nil {
@@ -141,65 +142,221 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 	return out, nil
 }
 
-// errBulkCareful stops a bulk submission run without savepoints when an
-// item was refused after it had written (SubmitBulk runs it again with a
-// savepoint per item).
-var errBulkCareful = errors.New("orchestrator: a bulk item was refused after writing; run again with savepoints")
+// errBulkCareful stops a bulk submission's fast run when a batch-wide
+// write met something only the item-by-item run decides: SubmitBulk rolls
+// it back and runs the submission again with bulkCarefulTx.
+var errBulkCareful = errors.New("orchestrator: bulk submission needs the item-by-item run")
 
-// bulkItemTx is one item of SubmitBulk: the idempotency claim
-// (idem.Keys.Acquire), acceptTx and the stored answer
-// (idem.Keys.Complete), as idem.Keys.Once does for Submit. A refused item
-// must leave no row (not even its claimed key) and no daily amount
-// consumed. Careful, the item runs in its own savepoint, rolled back on a
-// refusal. Otherwise (the common case: two statements fewer per item) a
-// refusal before acceptTx wrote anything abandons the claimed key, and a
-// refusal after it returns errBulkCareful.
-func (o *Orchestrator) bulkItemTx(ctx context.Context, tx *store.Tx, it BulkItem, issuer string, body []byte, env *submitEnv, careful bool) (res SubmitResult, err error) {
-	key := idemKey(issuer, it.Key)
-	if careful {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT bulk_item"); err != nil {
-			return SubmitResult{}, fmt.Errorf("savepoint: %w", err)
-		}
-		defer func() {
-			if err != nil {
-				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO bulk_item"); rerr != nil {
-					err = fmt.Errorf("roll back to savepoint: %w (after %w)", rerr, err)
-					return
-				}
-			}
-			if _, rerr := tx.ExecContext(ctx, "RELEASE bulk_item"); rerr != nil && err == nil {
-				err = fmt.Errorf("release savepoint: %w", rerr)
-			}
-		}()
+// bulkFastTx is a bulk submission with batch-wide writes. Per item, in
+// order: the idempotency claim (a replay, an in-flight or conflicting key
+// is that item's outcome) and admitTx (a refusal abandons the claim; the
+// item wrote nothing else). Then for all admitted items at once: one
+// daily-limit consumption per payer (the sum of its items), the
+// Transactions rows and first FinalityLog entries
+// (lane.Lanes.InsertNewTxsInTx), the progress rows and work items by
+// multi-row INSERTs, and each key's stored answer. A payer's sum over its
+// daily limit, or a txid or key that exists, returns errBulkCareful.
+func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, res []BulkOutcome) error {
+	env := &submitEnv{}
+	type admitted struct {
+		i int
+		a admission
 	}
+	var ok []admitted
+	sums := map[string]int64{}
+	var payers []string
+	for i, it := range items {
+		if res[i].Err != nil {
+			continue
+		}
+		key := idemKey(issuer, it.Key)
+		r, err := o.keys.Acquire(ctx, tx, key, bodies[i])
+		if err != nil {
+			if _, isDomain := domainerr.As(err); !isDomain {
+				return err
+			}
+			res[i].Err = err
+			continue
+		}
+		switch r.Outcome {
+		case idem.Replay:
+			if res[i].Result, err = replayOf(key, r.Response); err != nil {
+				return err
+			}
+			continue
+		case idem.InFlight:
+			res[i].Err = inFlight(key)
+			continue
+		}
+		a, err := o.admitTx(ctx, tx, it.Req, issuer, env)
+		if err != nil {
+			if _, isDomain := domainerr.As(err); !isDomain {
+				return err
+			}
+			if _, aerr := o.keys.Abandon(ctx, tx, key); aerr != nil {
+				return aerr
+			}
+			res[i].Err = err
+			continue
+		}
+		if _, seen := sums[a.payer.BankID]; !seen {
+			payers = append(payers, a.payer.BankID)
+		}
+		sum := sums[a.payer.BankID] + it.Req.Amount.Value
+		if sum < 0 {
+			return errBulkCareful // cannot overflow with 1..MAX_AMOUNT_VALUE per item; never silently
+		}
+		sums[a.payer.BankID] = sum
+		ok = append(ok, admitted{i, a})
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	dates := map[string]string{}
+	for _, p := range payers {
+		d, err := o.h.ConsumeDaily(ctx, tx, p, sums[p])
+		if err != nil {
+			if de, isDomain := domainerr.As(err); isDomain && de.Code == "DAILY_LIMIT_EXCEEDED" {
+				return errBulkCareful
+			}
+			return err
+		}
+		dates[p] = d.BusinessDate
+	}
+	ns := make([]lane.NewTx, len(ok))
+	for j, a := range ok {
+		it := items[a.i]
+		ns[j] = newTx(it.Req, it.Key, issuer, a.a, dates[a.a.payer.BankID])
+	}
+	if _, err := o.lanes.InsertNewTxsInTx(ctx, tx, ns); err != nil {
+		if errors.Is(err, lane.ErrNotAllNew) {
+			return errBulkCareful
+		}
+		return err
+	}
+	now := o.clk.Now()
+	stamp := clock.Stamp(now)
+	progress := make([][]any, len(ok))
+	queue := make([][]any, len(ok))
+	for j, a := range ok {
+		kind, status := queueEntry(a.a.eff)
+		progress[j] = []any{ns[j].TxID, issuer, string(bodies[a.i]), stamp, stamp}
+		queue[j] = []any{itemID(kind, ns[j].TxID), kind, ns[j].TxID, a.a.eff, status, stamp, stamp, stamp}
+	}
+	if err := insertRows(ctx, tx, "OrchestratorTransfers", strings.Split(progressColumns, ", "), progress); err != nil {
+		return err
+	}
+	if err := insertRows(ctx, tx, "OrchestratorQueue", queueColumns, queue); err != nil {
+		return err
+	}
+	for j, a := range ok {
+		r := SubmitResult{TxID: ns[j].TxID, Lane: a.a.eff, RequestedLane: items[a.i].Req.Lane, State: string(lane.Received), AcceptedAt: stamp}
+		resp, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("orchestrator: encode answer: %w", err)
+		}
+		if err := o.keys.Complete(ctx, tx, idemKey(issuer, items[a.i].Key), resp); err != nil {
+			return err
+		}
+		res[a.i].Result = r
+	}
+	return nil
+}
+
+// queueColumns are the OrchestratorQueue columns enqueue sets for a new
+// work item.
+var queueColumns = []string{"item_id", "kind", "txid", "lane", "status", "next_attempt_at", "created_at", "updated_at"}
+
+// bulkRows is how many rows one multi-row INSERT of bulkFastTx writes.
+const bulkRows = 128
+
+// insertRows inserts rows (all new) by multi-row INSERTs; a row whose key
+// exists returns errBulkCareful.
+func insertRows(ctx context.Context, tx *store.Tx, table string, cols []string, rows [][]any) error {
+	args := make([]any, 0, bulkRows*len(cols))
+	for lo := 0; lo < len(rows); lo += bulkRows {
+		part := rows[lo:min(lo+bulkRows, len(rows))]
+		args = args[:0]
+		for _, r := range part {
+			args = append(args, r...)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertRows(table, cols, len(part)), args...); err != nil {
+			if store.IsUniqueViolation(err) {
+				return errBulkCareful
+			}
+			return wrapDB("insert "+table, err)
+		}
+	}
+	return nil
+}
+
+// bulkCarefulTx is a bulk submission item by item, each in a savepoint:
+// exactly what len(items) Submits in a row would do.
+func (o *Orchestrator) bulkCarefulTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, res []BulkOutcome) error {
+	env := &submitEnv{}
+	for i, it := range items {
+		if res[i].Err != nil {
+			continue
+		}
+		r, err := o.bulkItemTx(ctx, tx, it, issuer, bodies[i], env)
+		if err != nil {
+			if _, ok := domainerr.As(err); !ok {
+				return fmt.Errorf("orchestrator: bulk item %d: %w", i, err)
+			}
+			res[i].Err = err
+			continue
+		}
+		res[i].Result = r
+	}
+	return nil
+}
+
+func replayOf(key string, stored []byte) (SubmitResult, error) {
+	var r SubmitResult
+	if err := json.Unmarshal(stored, &r); err != nil {
+		return SubmitResult{}, fmt.Errorf("orchestrator: stored response of %s: %w", key, err)
+	}
+	r.Replayed = true
+	return r, nil
+}
+
+func inFlight(key string) error {
+	return domainerr.New("IDEMPOTENCY_REPLAY", "a request with this idempotency key is still being processed",
+		map[string]any{"idempotency_key": key, "status": idem.StatusProcessing})
+}
+
+// bulkItemTx is one item of bulkCarefulTx in its own savepoint: the
+// idempotency claim (idem.Keys.Acquire), acceptTx and the stored answer
+// (idem.Keys.Complete), as idem.Keys.Once does for Submit. A refusal
+// rolls the savepoint back: the item leaves no row (not even its claimed
+// key) and no daily amount consumed.
+func (o *Orchestrator) bulkItemTx(ctx context.Context, tx *store.Tx, it BulkItem, issuer string, body []byte, env *submitEnv) (res SubmitResult, err error) {
+	key := idemKey(issuer, it.Key)
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT bulk_item"); err != nil {
+		return SubmitResult{}, fmt.Errorf("savepoint: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO bulk_item"); rerr != nil {
+				err = fmt.Errorf("roll back to savepoint: %w (after %w)", rerr, err)
+				return
+			}
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE bulk_item"); rerr != nil && err == nil {
+			err = fmt.Errorf("release savepoint: %w", rerr)
+		}
+	}()
 	r, err := o.keys.Acquire(ctx, tx, key, body)
 	if err != nil {
-		return SubmitResult{}, err // nothing claimed
+		return SubmitResult{}, err
 	}
 	switch r.Outcome {
 	case idem.Replay:
-		if err := json.Unmarshal(r.Response, &res); err != nil {
-			return SubmitResult{}, fmt.Errorf("stored response of %s: %w", key, err)
-		}
-		res.Replayed = true
-		return res, nil
+		return replayOf(key, r.Response)
 	case idem.InFlight:
-		return SubmitResult{}, domainerr.New("IDEMPOTENCY_REPLAY", "a request with this idempotency key is still being processed",
-			map[string]any{"idempotency_key": key, "status": idem.StatusProcessing})
+		return SubmitResult{}, inFlight(key)
 	}
 	if res, err = o.acceptTx(ctx, tx, it.Req, it.Key, issuer, body, env); err != nil {
-		if careful {
-			return SubmitResult{}, err
-		}
-		if _, ok := domainerr.As(err); !ok {
-			return SubmitResult{}, err
-		}
-		if env.wrote {
-			return SubmitResult{}, fmt.Errorf("%w: %w", errBulkCareful, err)
-		}
-		if _, aerr := o.keys.Abandon(ctx, tx, key); aerr != nil {
-			return SubmitResult{}, aerr
-		}
 		return SubmitResult{}, err
 	}
 	resp, err := json.Marshal(res)
