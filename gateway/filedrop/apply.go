@@ -39,26 +39,69 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 		return fmt.Errorf("filedrop: %w", err)
 	}
 	defer file.Close()
+	// The records are read and mapped here while the previous chunk is
+	// being committed (one chunk ahead); chunks are committed one at a
+	// time, in file order, so applied_through only moves forward.
+	type batch struct {
+		jobs    []job
+		through int
+		data    int64
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// From here the submitting goroutine owns d until done is received.
+	todo := make(chan batch, 1)
+	done := make(chan error, 1)
+	go func() {
+		var first error
+		for c := range todo {
+			if first != nil {
+				continue
+			}
+			refused, err := p.submit(ctx, b, d.ID, c.jobs, c.through)
+			if err != nil {
+				first = err
+				cancel()
+				continue
+			}
+			d.AppliedThrough = c.through
+			d.RefusedCount += refused
+			if p.cfg.Progress != nil {
+				p.cfg.Progress(b.ID, d.FileName, c.data, d.RecordCount)
+			}
+		}
+		done <- first
+	}()
+	readErr := p.readChunks(ctx, b, d.ProcessingName, d.SHA256, d.AppliedThrough, file, func(jobs []job, through int, data int64) bool {
+		select {
+		case todo <- batch{jobs, through, data}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+	close(todo)
+	if err := <-done; err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return nil
+}
+
+// readChunks streams the data records after file record number from as jobs,
+// Chunk at a time, to emit (with the file record number of the chunk's
+// last record, or of the file's last record for the final chunk, and the
+// data records read so far); it stops when emit returns false.
+func (p *Processor) readChunks(ctx context.Context, b Bank, name, hash string, from int, file *os.File, emit func(jobs []job, through int, data int64) bool) error {
 	payees := map[string]string{}
 	var h *zengin.Header
 	n, data := 0, int64(0)
 	chunk := make([]job, 0, p.cfg.Chunk)
-	flush := func(through int) error {
-		refused, err := p.submit(ctx, b, d.ID, chunk, through)
-		if err != nil {
-			return err
-		}
-		d.AppliedThrough = through
-		d.RefusedCount += refused
-		chunk = chunk[:0]
-		if p.cfg.Progress != nil {
-			p.cfg.Progress(b.ID, d.FileName, data, d.RecordCount)
-		}
-		return nil
-	}
 	for rec, err := range zengin.NewReaderOptions(file, zengin.Options{Names: b.Names}).Records() {
 		if err != nil {
-			return fmt.Errorf("filedrop: %s changed after validation: %w", d.ProcessingName, err)
+			return fmt.Errorf("filedrop: %s changed after validation: %w", name, err)
 		}
 		n++
 		switch r := rec.(type) {
@@ -71,7 +114,7 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 			continue
 		}
 		data++
-		if n <= d.AppliedThrough {
+		if n <= from {
 			continue
 		}
 		payee, found := payees[acc.BankCode]
@@ -86,15 +129,16 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 			// coordinator refuses it the same way.
 			payee = acc.BankCode
 		}
-		chunk = append(chunk, job{record: n, key: IdempotencyKey(d.SHA256, n), req: payment(p.cfg.AccountSalt, d.SHA256, n, h, b.ID, payee, acc, amount)})
+		chunk = append(chunk, job{record: n, key: IdempotencyKey(hash, n), req: payment(p.cfg.AccountSalt, hash, n, h, b.ID, payee, acc, amount)})
 		if len(chunk) == p.cfg.Chunk {
-			if err := flush(n); err != nil {
-				return err
+			if !emit(chunk, n, data) {
+				return nil
 			}
+			chunk = make([]job, 0, p.cfg.Chunk)
 		}
 	}
-	if n > d.AppliedThrough {
-		return flush(n)
+	if n > from {
+		emit(chunk, n, data)
 	}
 	return nil
 }
