@@ -7,9 +7,29 @@ import (
 	"path/filepath"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/zengin"
+)
+
+// Failpoints of a file drop (coordinator/failpoint; docs/chaos.md), in
+// the order a file meets them. Each names what a kill there leaves.
+const (
+	// FailAfterClaim: the file renamed into processing/, no FileDrops row.
+	FailAfterClaim = "filedrop.after-claim"
+	// FailAfterValidated: the drop recorded APPLYING, nothing applied.
+	FailAfterValidated = "filedrop.after-validated"
+	// FailAfterChunk: a chunk's transfers and checkpoint committed, the
+	// next chunk not submitted.
+	FailAfterChunk = "filedrop.after-chunk"
+	// FailAfterApplied: every chunk committed, the drop still APPLYING.
+	FailAfterApplied = "filedrop.after-applied"
+	// FailAfterAccepted: the drop ACCEPTED, the file still in processing/.
+	FailAfterAccepted = "filedrop.after-accepted"
+	// FailAfterResultFile: the result file renamed into outbound/, the
+	// drop not yet RESULTED.
+	FailAfterResultFile = "filedrop.after-result-file"
 )
 
 // job is one data record to submit.
@@ -64,6 +84,7 @@ func (p *Processor) apply(ctx context.Context, b Bank, d *Drop) error {
 				cancel()
 				continue
 			}
+			failpoint.Hit(FailAfterChunk)
 			d.AppliedThrough = c.through
 			d.RefusedCount += refused
 			if p.cfg.Progress != nil {
