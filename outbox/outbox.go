@@ -254,14 +254,10 @@ func (o *Outbox) Enqueue(ctx context.Context, tx *store.Tx, p Posting) (int64, e
 	if p.ReversalOf != "" {
 		rev = p.ReversalOf
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO AdapterOutbox
+	id, err := store.InsertID(ctx, tx, "id", `INSERT INTO AdapterOutbox
 		(ref, txid, bank, account, kind, amount, reversal_of, route, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?)`,
 		p.Ref, p.TxID, p.Bank, p.Account, string(p.Kind), p.Amount, rev, string(p.route()), now, now)
-	if err != nil {
-		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
-	}
-	id, err := res.LastInsertId()
 	if err != nil {
 		return 0, fmt.Errorf("outbox: enqueue %s: %w", p.Ref, err)
 	}

@@ -77,21 +77,21 @@ CREATE INDEX IF NOT EXISTS idx_esl_occurred ON EntityStateLog(occurred_at);
 func migrate(ctx context.Context, db *store.DB) error {
 	err := db.Write(ctx, func(tx *store.Tx) error {
 		for _, col := range []string{"claim_owner", "claim_until"} {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('AdapterOutbox') WHERE name = ?`, col).Scan(&n); err != nil {
+			have, err := store.ColumnExists(ctx, tx, "AdapterOutbox", col)
+			if err != nil {
 				return err
 			}
-			if n == 0 {
+			if !have {
 				if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterOutbox ADD COLUMN `+col+` TEXT`); err != nil {
 					return err
 				}
 			}
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('AdapterOutbox') WHERE name = 'reported_status'`).Scan(&n); err != nil {
+		have, err := store.ColumnExists(ctx, tx, "AdapterOutbox", "reported_status")
+		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if !have {
 			// Postings finished before reports existed are not reported:
 			// they are history, not news.
 			if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterOutbox ADD COLUMN reported_status TEXT`); err != nil {
@@ -105,7 +105,7 @@ func migrate(ctx context.Context, db *store.DB) error {
 			WHERE status IN ('APPLIED', 'BLOCKED') AND reported_status IS NOT status`); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_outbox_claims ON AdapterOutbox(claim_until) WHERE status = 'CLAIMED'`)
+		_, err = tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_outbox_claims ON AdapterOutbox(claim_until) WHERE status = 'CLAIMED'`)
 		return err
 	})
 	if err != nil {

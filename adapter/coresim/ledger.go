@@ -253,13 +253,12 @@ func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID 
 		after, now, in.Account); err != nil {
 		return PostOut{}, fmt.Errorf("coresim: update balance %s: %w", coreacct.Mask(in.Account), err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta, balance_after,
+	jid, err := store.InsertID(ctx, tx, "journal_id", `INSERT INTO CoreJournal (ref, txid, account, kind, amount, delta, balance_after,
 		reversal_of, source, msg_id, posted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.Ref, in.TxID, in.Account, in.Kind, in.Amount, delta, after, nullStr(in.ReversalOf), source, nullStr(msgID), now)
 	if err != nil {
 		return PostOut{}, fmt.Errorf("coresim: journal %s: %w", in.Ref, err)
 	}
-	jid, _ := res.LastInsertId()
 	c.log.InfoContext(ctx, "coresim.post", "bank", c.bank, "ref", in.Ref, "txid", in.TxID, "account", in.Account,
 		"kind", in.Kind, "amount", in.Amount, "balance_after", after, "journal_id", jid, "source", source)
 	return PostOut{Applied: true, JournalID: jid, BalanceAfter: after}, nil
@@ -431,12 +430,11 @@ func (c *Core) hold(ctx context.Context, tx *store.Tx, ref, txid, account string
 		return HoldOut{ReasonCode: ReasonInsufficientFunds, Available: b.Available}, nil
 	}
 	now := clock.Stamp(c.clk.Now())
-	res, err := tx.ExecContext(ctx, `INSERT INTO CoreHolds (ref, txid, account, amount, status, created_at, updated_at)
+	id, err := store.InsertID(ctx, tx, "hold_id", `INSERT INTO CoreHolds (ref, txid, account, amount, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, 'ACTIVE', ?, ?)`, ref, txid, account, amount, now, now)
 	if err != nil {
 		return HoldOut{}, err
 	}
-	id, _ := res.LastInsertId()
 	return HoldOut{Applied: true, HoldID: id, Available: b.Available - amount}, nil
 }
 
@@ -488,13 +486,9 @@ type Notification struct {
 }
 
 func (c *Core) notify(ctx context.Context, tx *store.Tx, n Notification, msgID string) (int64, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO CoreNotifications (ref, txid, account, kind, amount, text, msg_id, received_at)
+	return store.InsertID(ctx, tx, "notification_id", `INSERT INTO CoreNotifications (ref, txid, account, kind, amount, text, msg_id, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.Ref, n.TxID, n.Account, n.Kind, n.Amount, n.Text, nullStr(msgID),
 		clock.Stamp(c.clk.Now()))
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
 }
 
 // Notifications lists what the core has received, oldest first.

@@ -44,7 +44,7 @@ SELECT bank_id, currency, h_used, unreleased, no_counter FROM (
       OR (r.currency <> 'JPY' AND NOT EXISTS (SELECT 1 FROM ParticipantCurrencyLimits c
                                                WHERE c.bank_id = r.bank_id AND c.currency = r.currency)))
   GROUP BY r.bank_id, r.currency
-) WHERE h_used <> unreleased OR no_counter = 1
+) AS m WHERE h_used <> unreleased OR no_counter = 1
 ORDER BY bank_id, currency`
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {

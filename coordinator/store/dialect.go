@@ -1,8 +1,11 @@
 package store
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"strings"
 )
 
@@ -132,6 +135,9 @@ func IsUniqueViolation(err error) bool {
 	if err == nil {
 		return false
 	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Code == "23505"
+	}
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed")
 }
@@ -144,3 +150,53 @@ func IsUniqueViolation(err error) bool {
 // SQLite: " INDEXED BY <index>". PostgreSQL: "" (its planner chooses
 // partial indexes from statistics; there is no hint syntax).
 func IndexedBy(index string) string { return " INDEXED BY " + index }
+
+// InsertID runs an INSERT of one row and returns the new row's id, the
+// table's INTEGER PRIMARY KEY AUTOINCREMENT column named idColumn.
+//
+// SQLite: the statement, then LastInsertId (RETURNING costs far more with
+// mattn/go-sqlite3, see NextFinalitySeq). PostgreSQL: the statement with
+// RETURNING idColumn (its driver has no LastInsertId).
+func InsertID(ctx context.Context, tx *Tx, idColumn, query string, args ...any) (int64, error) {
+	if tx.postgres {
+		var id int64
+		err := tx.QueryRowContext(ctx, strings.TrimRight(strings.TrimSpace(query), ";")+" RETURNING "+idColumn, args...).Scan(&id)
+		return id, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// ColumnExists reports whether table has column, for the additive
+// migrations of files created by an earlier version (ALTER TABLE ... ADD
+// COLUMN when it is missing).
+//
+// SQLite: pragma_table_info. PostgreSQL: information_schema.columns in
+// the current schema (names folded to lower case).
+func ColumnExists(ctx context.Context, tx *Tx, table, column string) (bool, error) {
+	q := "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?"
+	if tx.postgres {
+		q = "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = lower(?) AND column_name = lower(?)"
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, q, table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: columns of %s: %w", table, err)
+	}
+	return n > 0, nil
+}
+
+// ForUpdate is the suffix that locks the rows a SELECT reads until the
+// write transaction ends, for a check-then-write (a lease, a fence) that
+// must not interleave with another writer.
+//
+// SQLite: "" (a write transaction is exclusive: BEGIN IMMEDIATE).
+// PostgreSQL: " FOR UPDATE" (writers of several nodes run concurrently).
+func (tx *Tx) ForUpdate() string {
+	if tx.postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}

@@ -35,9 +35,9 @@ type groupReq struct {
 // they run one after another in arrival order and see each other's
 // writes, exactly as consecutive transactions would. If the commit fails,
 // every caller in it gets that error. A context cancelled before fn starts
-// returns its error and writes nothing; once fn runs in a shared
-// transaction its statements are not interrupted (that would abandon the
-// neighbours' writes too).
+// returns its error and writes nothing; once fn runs, its statements are
+// not interrupted by the caller's context (in a shared transaction that
+// would abandon the neighbours' writes too).
 //
 // fn must not call Write on the same database (it would wait for itself).
 func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
@@ -108,9 +108,9 @@ func (db *DB) leadGroups() {
 	}
 }
 
-// runAlone runs a lone caller's fn as the whole transaction, with the
-// caller's context (nothing else shares it, so cancelling it may
-// interrupt a statement and roll back).
+// runAlone runs a lone caller's fn as the whole transaction. As in a
+// group, its statements are not interrupted once fn runs, so a Write
+// behaves the same whether or not it found company.
 func (db *DB) runAlone(r *groupReq) {
 	defer close(r.done)
 	defer func() {
@@ -118,7 +118,11 @@ func (db *DB) runAlone(r *groupReq) {
 			r.panic = p
 		}
 	}()
-	r.err = db.run(r.ctx, db.w, func(tx *Tx) error {
+	if r.err = r.ctx.Err(); r.err != nil {
+		return
+	}
+	r.err = db.run(context.WithoutCancel(r.ctx), db.w, func(tx *Tx) error {
+		tx.shared = true
 		if err := r.fn(tx); err != nil {
 			return err
 		}

@@ -1,96 +1,93 @@
-package store
+package store_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 	"sync"
 	"testing"
 )
 
 func TestWriteGroupedIsolatesEachCaller(t *testing.T) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL); CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT OR IGNORE INTO counter VALUES (1, 0);")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	const callers = 48
-	var wg sync.WaitGroup
-	errs := make([]error, callers)
-	panics := make([]any, callers)
-	for i := 0; i < callers; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { panics[i] = recover() }()
-			errs[i] = db.Write(ctx, func(tx *Tx) error {
-				if _, err := tx.ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1"); err != nil {
-					return err
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL); CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT OR IGNORE INTO counter VALUES (1, 0);")
+		const callers = 48
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		panics := make([]any, callers)
+		for i := 0; i < callers; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				defer func() { panics[i] = recover() }()
+				errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+					if _, err := tx.ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1"); err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprint("k", i), i); err != nil {
+						return err
+					}
+					switch i % 8 {
+					case 3:
+						return fmt.Errorf("caller %d fails", i)
+					case 5:
+						panic(fmt.Sprintf("caller %d panics", i))
+					}
+					return nil
+				})
+			}(i)
+		}
+		wg.Wait()
+		want := 0
+		for i := 0; i < callers; i++ {
+			switch i % 8 {
+			case 3:
+				if errs[i] == nil || panics[i] != nil {
+					t.Errorf("caller %d: err %v panic %v, want its own error", i, errs[i], panics[i])
 				}
-				if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprint("k", i), i); err != nil {
-					return err
+			case 5:
+				if panics[i] != fmt.Sprintf("caller %d panics", i) {
+					t.Errorf("caller %d: panic %v not re-raised in the caller", i, panics[i])
 				}
-				switch i % 8 {
-				case 3:
-					return fmt.Errorf("caller %d fails", i)
-				case 5:
-					panic(fmt.Sprintf("caller %d panics", i))
+			default:
+				want++
+				if errs[i] != nil || panics[i] != nil {
+					t.Errorf("caller %d: err %v panic %v", i, errs[i], panics[i])
 				}
-				return nil
-			})
-		}(i)
-	}
-	wg.Wait()
-	want := 0
-	for i := 0; i < callers; i++ {
-		switch i % 8 {
-		case 3:
-			if errs[i] == nil || panics[i] != nil {
-				t.Errorf("caller %d: err %v panic %v, want its own error", i, errs[i], panics[i])
-			}
-		case 5:
-			if panics[i] != fmt.Sprintf("caller %d panics", i) {
-				t.Errorf("caller %d: panic %v not re-raised in the caller", i, panics[i])
-			}
-		default:
-			want++
-			if errs[i] != nil || panics[i] != nil {
-				t.Errorf("caller %d: err %v panic %v", i, errs[i], panics[i])
 			}
 		}
-	}
-	var rows, n int
-	if err := db.Read(ctx, func(tx *Tx) error {
-		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv").Scan(&rows); err != nil {
-			return err
+		var rows, n int
+		if err := db.Read(ctx, func(tx *store.Tx) error {
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv").Scan(&rows); err != nil {
+				return err
+			}
+			return tx.QueryRowContext(ctx, "SELECT n FROM counter").Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return tx.QueryRowContext(ctx, "SELECT n FROM counter").Scan(&n)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if rows != want || n != want {
-		t.Fatalf("rows=%d counter=%d, want %d each (failed callers fully undone)", rows, n, want)
-	}
-	if c := db.Stats().Commits; c >= callers {
-		t.Logf("note: %d commits for %d callers (no grouping happened this run)", c, callers)
-	}
+		if rows != want || n != want {
+			t.Fatalf("rows=%d counter=%d, want %d each (failed callers fully undone)", rows, n, want)
+		}
+		if c := db.Stats().Commits; c >= callers {
+			t.Logf("note: %d commits for %d callers (no grouping happened this run)", c, callers)
+		}
+	})
 }
 
 func TestWriteGroupedHonoursCancelledContext(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	ran := false
-	err = db.Write(ctx, func(tx *Tx) error { ran = true; return nil })
-	if !errors.Is(err, context.Canceled) || ran {
-		t.Fatalf("err %v ran %v", err, ran)
-	}
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ran := false
+		err := db.Write(ctx, func(tx *store.Tx) error { ran = true; return nil })
+		if !errors.Is(err, context.Canceled) || ran {
+			t.Fatalf("err %v ran %v", err, ran)
+		}
+	})
 }
 
 // TestWriteGroupedCallerCancelledMidWrite: a caller whose context is
@@ -98,38 +95,36 @@ func TestWriteGroupedHonoursCancelledContext(t *testing.T) {
 // its statements run to the end (it asked before it was queued), and its
 // neighbours in the group commit.
 func TestWriteGroupedCallerCancelledMidWrite(t *testing.T) {
-	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			errs[i] = db.Write(ctx, func(tx *Tx) error {
-				if i%2 == 0 {
-					cancel() // the caller gives up while its write is under way
-				}
-				_, err := tx.ExecContext(ctx, "INSERT INTO kv VALUES (?)", fmt.Sprint("k", i))
-				return err
-			})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("caller %d: %v", i, err)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY);")
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				errs[i] = db.Write(ctx, func(tx *store.Tx) error {
+					if i%2 == 0 {
+						cancel() // the caller gives up while its write is under way
+					}
+					_, err := tx.ExecContext(ctx, "INSERT INTO kv VALUES (?)", fmt.Sprint("k", i))
+					return err
+				})
+			}()
 		}
-	}
-	var n int
-	if err := db.Read(context.Background(), func(tx *Tx) error {
-		return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n)
-	}); err != nil || n != len(errs) {
-		t.Fatalf("rows %d (%v), want %d: a cancelled caller broke its group", n, err, len(errs))
-	}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("caller %d: %v", i, err)
+			}
+		}
+		var n int
+		if err := db.Read(context.Background(), func(tx *store.Tx) error {
+			return tx.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM kv").Scan(&n)
+		}); err != nil || n != len(errs) {
+			t.Fatalf("rows %d (%v), want %d: a cancelled caller broke its group", n, err, len(errs))
+		}
+	})
 }

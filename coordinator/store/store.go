@@ -1,5 +1,6 @@
-// Package store opens zcgw's embedded SQLite databases and runs work in
-// transactions: one writer connection taking BEGIN IMMEDIATE (SQLite
+// Package store opens zcgw's databases (embedded SQLite files by default,
+// PostgreSQL for a postgres:// location: postgres.go, docs/storage.md) and
+// runs work in transactions: one writer connection taking BEGIN IMMEDIATE (SQLite
 // serialises writers anyway, and several writer connections only add
 // unfair busy-waiting), and a separate pool of read connections. Every
 // pragma is in the DSN so it applies to every pooled connection. Writes are
@@ -38,6 +39,9 @@ type DB struct {
 	r     *sql.DB
 	stats Stats
 
+	postgres bool           // PostgreSQL (postgres.go) rather than SQLite
+	readOpts *sql.TxOptions // options of Read transactions
+
 	// Statements prepared once per pool, so a hot path does not re-parse
 	// and re-plan its SQL on every call (mattn/go-sqlite3 prepares every
 	// Exec/Query afresh otherwise). database/sql keeps each pool
@@ -54,10 +58,11 @@ type DB struct {
 
 // stmtCache is one pool's prepared statements.
 type stmtCache struct {
-	pool   *sql.DB
-	mu     sync.Mutex
-	stmts  map[string]*sql.Stmt
-	closed bool
+	pool     *sql.DB
+	postgres bool
+	mu       sync.Mutex
+	stmts    map[string]*sql.Stmt
+	closed   bool
 }
 
 // maxCachedStmts bounds the statement cache; beyond it statements run
@@ -73,10 +78,15 @@ type Stats struct {
 // Snapshot is a point-in-time copy of Stats.
 type Snapshot struct{ Statements, Commits int64 }
 
-// Open opens (creating if needed) the SQLite file at path and applies
+// Open opens (creating if needed) the database at path and applies
 // schema, a script of idempotent DDL (CREATE ... IF NOT EXISTS). An empty
-// schema applies nothing.
+// schema applies nothing. path is a SQLite file, or a postgres:// URL
+// (postgres.go: the schema is rewritten for PostgreSQL and applied in the
+// URL's search_path).
 func Open(ctx context.Context, path, schema string) (*DB, error) {
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, schema)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: create folder for %s: %w", path, err)
 	}
@@ -157,7 +167,11 @@ func (c *stmtCache) prepareMissed(ctx context.Context, missed map[string]bool) {
 		if have || full {
 			continue
 		}
-		st, err := c.pool.PrepareContext(ctx, query)
+		prepared := query
+		if c.postgres {
+			prepared = pgQuery(query)
+		}
+		st, err := c.pool.PrepareContext(ctx, prepared)
 		if err != nil {
 			continue
 		}
@@ -192,11 +206,15 @@ func (db *DB) Read(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, write bool) (err error) {
-	stx, err := pool.BeginTx(ctx, nil)
+	var opts *sql.TxOptions
+	if !write {
+		opts = db.readOpts
+	}
+	stx, err := pool.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{Tx: stx, stats: &db.stats, cache: &db.rstmts}
+	tx := &Tx{Tx: stx, stats: &db.stats, cache: &db.rstmts, postgres: db.postgres}
 	if write {
 		tx.cache = &db.wstmts
 	}
@@ -229,9 +247,10 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 // connection.
 type Tx struct {
 	*sql.Tx
-	stats  *Stats
-	cache  *stmtCache      // the pool's prepared statements
-	missed map[string]bool // statements to prepare after this transaction
+	stats    *Stats
+	cache    *stmtCache      // the pool's prepared statements
+	postgres bool            // queries are rewritten for PostgreSQL (pgQuery)
+	missed   map[string]bool // statements to prepare after this transaction
 	// shared marks a group-commit transaction: it carries several callers'
 	// writes, so no one caller's cancellation may interrupt a statement
 	// (SQLite would abandon the whole transaction, neighbours included).
@@ -260,6 +279,14 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 	return nil
 }
 
+// dialect is query in the backend's form.
+func (tx *Tx) dialect(query string) string {
+	if tx.postgres {
+		return pgQuery(query)
+	}
+	return query
+}
+
 // ExecContext runs a statement.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.stats.Statements.Add(1)
@@ -267,7 +294,7 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return tx.Tx.ExecContext(ctx, query, args...)
+	return tx.Tx.ExecContext(ctx, tx.dialect(query), args...)
 }
 
 // QueryContext runs a query.
@@ -277,7 +304,7 @@ func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return tx.Tx.QueryContext(ctx, query, args...)
+	return tx.Tx.QueryContext(ctx, tx.dialect(query), args...)
 }
 
 // QueryRowContext runs a single-row query.
@@ -287,5 +314,5 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return tx.Tx.QueryRowContext(ctx, query, args...)
+	return tx.Tx.QueryRowContext(ctx, tx.dialect(query), args...)
 }

@@ -88,12 +88,17 @@ func (l *Ledger) AcquireLease(ctx context.Context, job, holder string, ttl time.
 		now := l.clk.Now()
 		var curHolder, expires string
 		var token int64
-		err := tx.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM JobLeases WHERE job = ?`, job).Scan(&curHolder, &token, &expires)
+		err := tx.QueryRowContext(ctx, `SELECT holder, token, expires_at FROM JobLeases WHERE job = ?`+tx.ForUpdate(), job).Scan(&curHolder, &token, &expires)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			// The first lease of the job: of racing acquirers (other nodes
+			// on a shared database) exactly one inserts it.
 			lease = Lease{Job: job, Holder: holder, Token: 1, ExpiresAt: now.Add(ttl)}
-			_, err = tx.ExecContext(ctx, `INSERT INTO JobLeases(job, holder, token, acquired_at, expires_at) VALUES (?, ?, 1, ?, ?)`,
-				job, holder, clock.Stamp(now), clock.Stamp(lease.ExpiresAt))
+			ok, err := store.Insert(ctx, tx, "JobLeases", []string{"job", "holder", "token", "acquired_at", "expires_at"},
+				job, holder, 1, clock.Stamp(now), clock.Stamp(lease.ExpiresAt))
+			if err == nil && !ok {
+				return domainerr.Wrap("CONCURRENCY_CONFLICT", ErrLeaseHeld, "job "+job+" was leased by another holder while acquiring", map[string]any{"job": job})
+			}
 			return err
 		case err != nil:
 			return err
@@ -137,7 +142,7 @@ func fenced(job string, want, have int64, holder string) error {
 func CheckFence(ctx context.Context, tx *store.Tx, lease Lease) error {
 	var holder string
 	var token int64
-	err := tx.QueryRowContext(ctx, `SELECT holder, token FROM JobLeases WHERE job = ?`, lease.Job).Scan(&holder, &token)
+	err := tx.QueryRowContext(ctx, `SELECT holder, token FROM JobLeases WHERE job = ?`+tx.ForUpdate(), lease.Job).Scan(&holder, &token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fenced(lease.Job, lease.Token, 0, "")
 	}

@@ -152,15 +152,12 @@ func insertRun(ctx context.Context, tx *store.Tx, b Begin, rerun int, now string
 	if rerun > 0 {
 		forcedBy, reason, forcedAt, sup = b.ForcedBy, b.Reason, now, supersedes
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO JobRuns(job, business_date, run_key, slot, rerun, status, attempts, trigger_source,
+	var err error
+	*id, err = store.InsertID(ctx, tx, "run_id", `INSERT INTO JobRuns(job, business_date, run_key, slot, rerun, status, attempts, trigger_source,
 		first_started_at, started_at, holder, fencing_token, forced_by, force_reason, forced_at, supersedes_run_id)
 		VALUES (?, ?, ?, ?, ?, 'STARTED', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.Job, b.BusinessDate, RunKey(b.Slot, rerun), b.Slot, rerun, b.Trigger, now, now, lease.Holder, lease.Token,
 		forcedBy, reason, forcedAt, sup)
-	if err != nil {
-		return err
-	}
-	*id, err = res.LastInsertId()
 	return err
 }
 
