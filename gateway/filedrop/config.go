@@ -147,7 +147,7 @@ type Config struct {
 }
 
 // DefaultChunk is the default Config.Chunk: records per commit.
-const DefaultChunk = 2048
+const DefaultChunk = 4096
 
 // DefaultAccountSalt is the default Config.AccountSalt.
 const DefaultAccountSalt = "zcgw-filedrop-v1"
