@@ -142,41 +142,7 @@ func (o *Outbox) FileEntries(ctx context.Context, tx *store.Tx, fileID string) (
 // one). A posting that is not IN_FILE is a STATE_GUARD error, so an answer
 // is never applied twice.
 func (o *Outbox) SettleFromFile(ctx context.Context, tx *store.Tx, ref string, applied bool, reason, coreRef string) error {
-	to, event := Applied, "OutboxFileApplied"
-	var appliedAt any
-	now := clock.Stamp(o.clk.Now())
-	if applied {
-		appliedAt, reason = now, ""
-	} else {
-		to, event = Blocked, "OutboxFileBlocked"
-		if reason == "" {
-			reason = "BANK_ERROR"
-		}
-		coreRef = ""
-	}
-	var id int64
-	var txid string
-	err := tx.QueryRowContext(ctx, `UPDATE AdapterOutbox SET status = ?, sends = sends + 1, reason_code = ?,
-		core_ref = ?, applied_at = ?, updated_at = ?, last_error = ?
-		WHERE ref = ? AND status = 'IN_FILE' AND route = 'FILE' RETURNING id, txid`,
-		string(to), nullStr(reason), nullStr(coreRef), appliedAt, now, nullStr(blockedMsg(applied, reason)), ref).Scan(&id, &txid)
-	if err != nil {
-		var status string
-		if qerr := tx.QueryRowContext(ctx, `SELECT status FROM AdapterOutbox WHERE ref = ?`, ref).Scan(&status); qerr == nil {
-			return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is %s, not IN_FILE", ref, status),
-				map[string]any{"ref": ref, "status": status})
-		}
-		return fmt.Errorf("outbox: settle from file %s: %w", ref, err)
-	}
-	if err := o.stateLog(ctx, tx, id, event, InFile, to, reason, o.actor, map[string]any{"ref": ref, "txid": txid}); err != nil {
-		return err
-	}
-	if applied {
-		o.log.InfoContext(ctx, "outbox.apply", "id", id, "ref", ref, "txid", txid, "core_ref", coreRef, "via", "file")
-	} else {
-		o.log.WarnContext(ctx, "outbox.blocked", "id", id, "ref", ref, "txid", txid, "reason_code", reason, "via", "file")
-	}
-	return nil
+	return o.SettleFromFileAll(ctx, tx, []FileAnswer{{Ref: ref, Applied: applied, Reason: reason, CoreRef: coreRef}})
 }
 
 func blockedMsg(applied bool, reason string) string {

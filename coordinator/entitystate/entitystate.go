@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -171,25 +170,7 @@ type Fact struct {
 // with its own guarded statement in the same transaction; status changes
 // go through Transition.
 func Record(ctx context.Context, tx *store.Tx, clk clock.Clock, f Fact) error {
-	if _, ok := Lookup(f.EntityType); !ok {
-		return domainerr.New("INVALID_REQUEST", "unknown entity type", map[string]any{"entity_type": f.EntityType})
-	}
-	var payload sql.NullString
-	if f.Payload != nil {
-		raw, err := json.Marshal(f.Payload)
-		if err != nil {
-			return fmt.Errorf("entitystate: encode payload of %s %s: %w", f.EntityType, f.EntityID, err)
-		}
-		payload = sql.NullString{String: string(raw), Valid: true}
-	}
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO EntityStateLog (log_id, entity_type, entity_id, event_type, state_from, state_to, reason_code, actor, payload_json, occurred_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		"ESL-"+newUUID(), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
-		nullable(f.ReasonCode), nullable(f.Actor), payload, clock.Stamp(clk.Now())); err != nil {
-		return fmt.Errorf("entitystate: log %s %s %s: %w", f.EntityType, f.EntityID, f.EventType, err)
-	}
-	return nil
+	return RecordAll(ctx, tx, clk, []Fact{f})
 }
 
 // Entry is a stored EntityStateLog row.

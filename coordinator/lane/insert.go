@@ -61,58 +61,12 @@ func (l *Lanes) InsertTxWithLog(ctx context.Context, n NewTx) (InsertResult, err
 // if the row was inserted — the FinalityLog entry (state_from NULL) and
 // the side updates.
 func (l *Lanes) InsertTxInTx(ctx context.Context, tx *store.Tx, n NewTx) (InsertResult, error) {
-	if n.State == "" {
-		n.State = Received
-	}
-	if n.Currency == "" {
-		n.Currency = "JPY"
-	}
-	if n.EventType == "" {
-		n.EventType = finality.PaymentInitiated
-	}
-	for field, v := range map[string]string{"txid": n.TxID, "lane": n.Lane, "payer_bank_id": n.PayerBankID,
-		"payer_account_hash": n.PayerAccountHash, "payee_bank_id": n.PayeeBankID, "idempotency_key": n.IdempotencyKey} {
-		if v == "" {
-			return InsertResult{}, missing(field)
-		}
-	}
-	if n.TxID == finality.GlobalChain {
-		return InsertResult{}, domainerr.New("INVALID_REQUEST", "txid 'GLOBAL' is reserved", nil)
-	}
-	if !laneValues[n.Lane] {
-		return InsertResult{}, domainerr.New("INVALID_LANE", "unknown lane", map[string]any{"lane": n.Lane})
-	}
-	if n.AmountValue <= 0 {
-		return InsertResult{}, domainerr.New("INVALID_AMOUNT", "amount must be a positive number of minor units", map[string]any{"amount_value": n.AmountValue})
-	}
-	if !isCurrencyCode(n.Currency) {
-		return InsertResult{}, domainerr.New("INVALID_CURRENCY", "currency must be a 3-letter ISO 4217 code", map[string]any{"currency": n.Currency})
-	}
-	if !EntryStates[n.State] || (n.State == DecidedToSettle) != (n.Lane == "GTID") {
-		return InsertResult{}, domainerr.New("IMPOSSIBLE_TRANSITION", "not an entry state for this lane",
-			map[string]any{"txid": n.TxID, "lane": n.Lane, "to": string(n.State)})
-	}
-	extra, err := checkColumns(n.ExtraColumns)
+	cols, args, err := newTxRow(&n, l.now())
 	if err != nil {
 		return InsertResult{}, err
 	}
-	for _, c := range extra {
-		if c == "amount_currency" || c == "payee_account_hash" || c == "expires_at" {
-			return InsertResult{}, domainerr.New("INVALID_REQUEST", "set this column through its NewTx field", map[string]any{"column": c})
-		}
-	}
 	if err := l.gate.CheckWritable(ctx, tx); err != nil {
 		return InsertResult{}, err
-	}
-	now := l.now()
-	cols := []string{"txid", "lane", "state", "amount_value", "amount_currency", "payer_bank_id", "payer_account_hash",
-		"payee_bank_id", "payee_account_hash", "idempotency_key", "expires_at", "version", "owner",
-		"created_at", "updated_at", "pending_since"}
-	args := []any{n.TxID, n.Lane, string(n.State), n.AmountValue, n.Currency, n.PayerBankID, n.PayerAccountHash,
-		n.PayeeBankID, nullable(n.PayeeAccountHash), n.IdempotencyKey, nullable(n.ExpiresAt), 0, OwnerZC, now, now, now}
-	for _, c := range extra {
-		cols = append(cols, c)
-		args = append(args, n.ExtraColumns[c])
 	}
 	ok, err := store.Insert(ctx, tx, "Transactions", cols, args...)
 	if err != nil || !ok {
@@ -131,6 +85,61 @@ func (l *Lanes) InsertTxInTx(ctx context.Context, tx *store.Tx, n NewTx) (Insert
 		}
 	}
 	return InsertResult{Inserted: true, Entry: entry}, nil
+}
+
+// newTxRow applies n's defaults, checks it and returns the Transactions
+// columns and values of its new row (owner 'ZC', version 0, stamped now).
+func newTxRow(n *NewTx, now string) (cols []string, args []any, err error) {
+	if n.State == "" {
+		n.State = Received
+	}
+	if n.Currency == "" {
+		n.Currency = "JPY"
+	}
+	if n.EventType == "" {
+		n.EventType = finality.PaymentInitiated
+	}
+	for field, v := range map[string]string{"txid": n.TxID, "lane": n.Lane, "payer_bank_id": n.PayerBankID,
+		"payer_account_hash": n.PayerAccountHash, "payee_bank_id": n.PayeeBankID, "idempotency_key": n.IdempotencyKey} {
+		if v == "" {
+			return nil, nil, missing(field)
+		}
+	}
+	if n.TxID == finality.GlobalChain {
+		return nil, nil, domainerr.New("INVALID_REQUEST", "txid 'GLOBAL' is reserved", nil)
+	}
+	if !laneValues[n.Lane] {
+		return nil, nil, domainerr.New("INVALID_LANE", "unknown lane", map[string]any{"lane": n.Lane})
+	}
+	if n.AmountValue <= 0 {
+		return nil, nil, domainerr.New("INVALID_AMOUNT", "amount must be a positive number of minor units", map[string]any{"amount_value": n.AmountValue})
+	}
+	if !isCurrencyCode(n.Currency) {
+		return nil, nil, domainerr.New("INVALID_CURRENCY", "currency must be a 3-letter ISO 4217 code", map[string]any{"currency": n.Currency})
+	}
+	if !EntryStates[n.State] || (n.State == DecidedToSettle) != (n.Lane == "GTID") {
+		return nil, nil, domainerr.New("IMPOSSIBLE_TRANSITION", "not an entry state for this lane",
+			map[string]any{"txid": n.TxID, "lane": n.Lane, "to": string(n.State)})
+	}
+	extra, err := checkColumns(n.ExtraColumns)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range extra {
+		if c == "amount_currency" || c == "payee_account_hash" || c == "expires_at" {
+			return nil, nil, domainerr.New("INVALID_REQUEST", "set this column through its NewTx field", map[string]any{"column": c})
+		}
+	}
+	cols = []string{"txid", "lane", "state", "amount_value", "amount_currency", "payer_bank_id", "payer_account_hash",
+		"payee_bank_id", "payee_account_hash", "idempotency_key", "expires_at", "version", "owner",
+		"created_at", "updated_at", "pending_since"}
+	args = []any{n.TxID, n.Lane, string(n.State), n.AmountValue, n.Currency, n.PayerBankID, n.PayerAccountHash,
+		n.PayeeBankID, nullable(n.PayeeAccountHash), n.IdempotencyKey, nullable(n.ExpiresAt), 0, OwnerZC, now, now, now}
+	for _, c := range extra {
+		cols = append(cols, c)
+		args = append(args, n.ExtraColumns[c])
+	}
+	return cols, args, nil
 }
 
 func isCurrencyCode(s string) bool {

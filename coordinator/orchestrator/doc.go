@@ -1,6 +1,7 @@
 // Package orchestrator drives every transfer through its lane's state
 // machine (spec 001 ch. 13, 000 ch. 2-6, 004 ZC→Bank ingress): it accepts
-// a PaymentInitiated (Submit, idempotent per key), parks the work in a
+// a PaymentInitiated (Submit, idempotent per key; SubmitBulk accepts many
+// in one commit, each checked as Submit checks it), parks the work in a
 // durable queue table (OrchestratorQueue), and workers (RunOnce / Run)
 // claim work items with a guarded UPDATE and call the payer and payee
 // banks' ingress commands — authority-check, name-check, reserve-funds,

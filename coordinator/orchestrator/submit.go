@@ -157,102 +157,11 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 			return nil, err
 		}
-		if err := validate(req); err != nil {
+		var err error
+		if accepted, err = o.acceptTx(ctx, tx, req, key, issuer, body, &submitEnv{}); err != nil {
 			return nil, err
 		}
-		if issuer != req.Payer.BankID {
-			return nil, domainerr.New("UNAUTHORIZED", "a participant may only initiate transfers as the payer bank",
-				map[string]any{"field": "payer.bank_id", "issuer": issuer})
-		}
-		payer, err := participants.GetInTx(ctx, tx, req.Payer.BankID)
-		if err != nil {
-			return nil, err
-		}
-		payee, err := participants.GetInTx(ctx, tx, req.Payee.BankID)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range []participants.Participant{payer, payee} {
-			if !p.IsActive {
-				return nil, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": p.BankID})
-			}
-		}
-		if payer.ParticipationMode == participants.ModeReceiveOnly {
-			return nil, domainerr.New("PARTICIPATION_MODE_RECEIVE_ONLY", "the payer bank participates as RECEIVE_ONLY",
-				map[string]any{"bank_id": payer.BankID})
-		}
-		if payee.ParticipationMode == participants.ModeSendOnly {
-			return nil, domainerr.New("INVALID_REQUEST", "the payee bank participates as SEND_ONLY and cannot receive",
-				map[string]any{"field": "payee.bank_id", "bank_id": payee.BankID, "participation_mode": participants.ModeSendOnly})
-		}
-		if err := o.checkTxLimit(ctx, tx, payer, req.Amount.Value); err != nil {
-			return nil, err
-		}
-		daily, err := o.h.ConsumeDaily(ctx, tx, payer.BankID, req.Amount.Value)
-		if err != nil {
-			return nil, err
-		}
-		txid := req.TxID
-		if txid == "" {
-			txid = newTxID()
-		}
-		prHV, err := params.GetTx(ctx, tx, params.HVThreshold)
-		if err != nil {
-			return nil, err
-		}
-		hv := payer.HVThresholdOr(prHV)
-		eff := EffectiveLane(req.Lane, req.Amount.Value, hv)
-		if eff != req.Lane && req.Payee.AccountHash == "" {
-			return nil, domainerr.New("MISSING_FIELD", "payee.account_hash is required: the amount takes the transfer to "+eff+
-				", which does not resolve pspr_ref", map[string]any{"field": "payee.account_hash", "lane": eff})
-		}
-		extra := map[string]any{"schema_version": orDefault(req.SchemaVersion, "1.0")}
-		if req.Purpose != "" {
-			extra["purpose"] = req.Purpose
-		}
-		if req.PSPRRef != "" {
-			extra["pspr_ref"] = req.PSPRRef
-		}
-		payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": eff,
-			hlimit.DailyDateKey: daily.BusinessDate} // what a cancel gives back to
-		if eff != req.Lane {
-			payload["hv_escalation"] = map[string]any{"hv_threshold": hv, "parameter": string(params.HVThreshold)}
-		}
-		ins, err := o.lanes.InsertTxInTx(ctx, tx, lane.NewTx{TxID: txid, Lane: eff, AmountValue: req.Amount.Value, Currency: req.Amount.Currency,
-			PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,
-			PayeeAccountHash: req.Payee.AccountHash, IdempotencyKey: idemKey(issuer, key), ExpiresAt: req.ExpiresAt,
-			ExtraColumns: extra, Payload: payload})
-		if err != nil {
-			return nil, err
-		}
-		if !ins.Inserted {
-			// Only the payer of the existing transfer learns that it
-			// exists; anyone else gets the answer the gateway gives to a
-			// txid outside the issuer's namespace, before any lookup.
-			var payerOfExisting string
-			if err := tx.QueryRowContext(ctx, `SELECT payer_bank_id FROM Transactions WHERE txid = ?`, txid).Scan(&payerOfExisting); err != nil {
-				return nil, wrapDB("read the existing txid", err)
-			}
-			if payerOfExisting != issuer {
-				return nil, ErrTxIDNotUsable(issuer)
-			}
-			return nil, invalidField("txid", "a transaction with this txid already exists", txid)
-		}
-		now := o.clk.Now()
-		stamp := clock.Stamp(now)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO OrchestratorTransfers (txid, issuer_bank_id, request_json, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?)`, txid, issuer, string(body), stamp, stamp); err != nil {
-			return nil, wrapDB("insert progress", err)
-		}
-		kind, status := KindDrive, StatusReady
-		if eff == LaneBulk || eff == LaneDeferred {
-			kind, status = KindBatch, StatusWaiting
-		}
-		if err := o.enqueue(ctx, tx, kind, txid, eff, status, now); err != nil {
-			return nil, err
-		}
-		accepted = SubmitResult{TxID: txid, Lane: eff, RequestedLane: req.Lane, State: string(lane.Received), AcceptedAt: stamp}
-		o.log.InfoContext(ctx, "orchestrator.accepted", "txid", txid, "lane", eff, "requested_lane", req.Lane,
+		o.log.InfoContext(ctx, "orchestrator.accepted", "txid", accepted.TxID, "lane", accepted.Lane, "requested_lane", req.Lane,
 			"payer_bank_id", req.Payer.BankID, "payee_bank_id", req.Payee.BankID, "amount", req.Amount.Value)
 		return json.Marshal(accepted)
 	})
@@ -266,6 +175,180 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 	out.Replayed = replayed
 	return out, nil
 }
+
+// submitEnv is what accepting a transfer reads besides its request: the
+// participants and the PR-HV-THRESHOLD parameter. A Submit reads them
+// afresh; a bulk submission (SubmitBulk) reads each once per transaction.
+type submitEnv struct {
+	parts map[string]participants.Participant
+	hv    *int64
+}
+
+func (e *submitEnv) participant(ctx context.Context, tx *store.Tx, bankID string) (participants.Participant, error) {
+	if p, ok := e.parts[bankID]; ok {
+		return p, nil
+	}
+	p, err := participants.GetInTx(ctx, tx, bankID)
+	if err != nil {
+		return p, err
+	}
+	if e.parts == nil {
+		e.parts = map[string]participants.Participant{}
+	}
+	e.parts[bankID] = p
+	return p, nil
+}
+
+func (e *submitEnv) hvThreshold(ctx context.Context, tx *store.Tx) (int64, error) {
+	if e.hv != nil {
+		return *e.hv, nil
+	}
+	v, err := params.GetTx(ctx, tx, params.HVThreshold)
+	if err != nil {
+		return 0, err
+	}
+	e.hv = &v
+	return v, nil
+}
+
+// admission is what admitTx found: the payer and the lane the transfer
+// runs in (hv is the threshold that decided it).
+type admission struct {
+	payer participants.Participant
+	eff   string
+	hv    int64
+}
+
+// admitTx runs Submit's checks that write nothing: validation, the
+// issuer, both participants (active, participation mode), the payer's
+// per-transfer limit and the HIGH_VALUE escalation.
+func (o *Orchestrator) admitTx(ctx context.Context, tx *store.Tx, req PaymentInitiated, issuer string, env *submitEnv) (admission, error) {
+	if err := validate(req); err != nil {
+		return admission{}, err
+	}
+	if issuer != req.Payer.BankID {
+		return admission{}, domainerr.New("UNAUTHORIZED", "a participant may only initiate transfers as the payer bank",
+			map[string]any{"field": "payer.bank_id", "issuer": issuer})
+	}
+	payer, err := env.participant(ctx, tx, req.Payer.BankID)
+	if err != nil {
+		return admission{}, err
+	}
+	payee, err := env.participant(ctx, tx, req.Payee.BankID)
+	if err != nil {
+		return admission{}, err
+	}
+	for _, p := range []participants.Participant{payer, payee} {
+		if !p.IsActive {
+			return admission{}, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": p.BankID})
+		}
+	}
+	if payer.ParticipationMode == participants.ModeReceiveOnly {
+		return admission{}, domainerr.New("PARTICIPATION_MODE_RECEIVE_ONLY", "the payer bank participates as RECEIVE_ONLY",
+			map[string]any{"bank_id": payer.BankID})
+	}
+	if payee.ParticipationMode == participants.ModeSendOnly {
+		return admission{}, domainerr.New("INVALID_REQUEST", "the payee bank participates as SEND_ONLY and cannot receive",
+			map[string]any{"field": "payee.bank_id", "bank_id": payee.BankID, "participation_mode": participants.ModeSendOnly})
+	}
+	if err := o.checkTxLimit(ctx, tx, payer, req.Amount.Value); err != nil {
+		return admission{}, err
+	}
+	prHV, err := env.hvThreshold(ctx, tx)
+	if err != nil {
+		return admission{}, err
+	}
+	hv := payer.HVThresholdOr(prHV)
+	eff := EffectiveLane(req.Lane, req.Amount.Value, hv)
+	if eff != req.Lane && req.Payee.AccountHash == "" {
+		return admission{}, domainerr.New("MISSING_FIELD", "payee.account_hash is required: the amount takes the transfer to "+eff+
+			", which does not resolve pspr_ref", map[string]any{"field": "payee.account_hash", "lane": eff})
+	}
+	return admission{payer: payer, eff: eff, hv: hv}, nil
+}
+
+// newTx is the Transactions row and first FinalityLog entry of an
+// admitted request: txid is the request's or a new one, businessDate the
+// JST date its amount was counted in (hlimit.ConsumeDaily).
+func newTx(req PaymentInitiated, key, issuer string, a admission, businessDate string) lane.NewTx {
+	txid := req.TxID
+	if txid == "" {
+		txid = newTxID()
+	}
+	extra := map[string]any{"schema_version": orDefault(req.SchemaVersion, "1.0")}
+	if req.Purpose != "" {
+		extra["purpose"] = req.Purpose
+	}
+	if req.PSPRRef != "" {
+		extra["pspr_ref"] = req.PSPRRef
+	}
+	payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": a.eff,
+		hlimit.DailyDateKey: businessDate} // what a cancel gives back to
+	if a.eff != req.Lane {
+		payload["hv_escalation"] = map[string]any{"hv_threshold": a.hv, "parameter": string(params.HVThreshold)}
+	}
+	return lane.NewTx{TxID: txid, Lane: a.eff, AmountValue: req.Amount.Value, Currency: req.Amount.Currency,
+		PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,
+		PayeeAccountHash: req.Payee.AccountHash, IdempotencyKey: idemKey(issuer, key), ExpiresAt: req.ExpiresAt,
+		ExtraColumns: extra, Payload: payload}
+}
+
+// queueEntry is the work item a new transfer of lane eff starts with.
+func queueEntry(eff string) (kind, status string) {
+	if eff == LaneBulk || eff == LaneDeferred {
+		return KindBatch, StatusWaiting
+	}
+	return KindDrive, StatusReady
+}
+
+// acceptTx is the work of one Submit inside tx, after the writable gate
+// and the idempotency claim: admitTx, the daily limit, the Transactions
+// row with its first FinalityLog entry, the progress row and the work
+// item. body is the request as stored for the key.
+func (o *Orchestrator) acceptTx(ctx context.Context, tx *store.Tx, req PaymentInitiated, key, issuer string, body []byte, env *submitEnv) (SubmitResult, error) {
+	a, err := o.admitTx(ctx, tx, req, issuer, env)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	daily, err := o.h.ConsumeDaily(ctx, tx, a.payer.BankID, req.Amount.Value)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	n := newTx(req, key, issuer, a, daily.BusinessDate)
+	txid, eff := n.TxID, a.eff
+	ins, err := o.lanes.InsertTxInTx(ctx, tx, n)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if !ins.Inserted {
+		// Only the payer of the existing transfer learns that it
+		// exists; anyone else gets the answer the gateway gives to a
+		// txid outside the issuer's namespace, before any lookup.
+		var payerOfExisting string
+		if err := tx.QueryRowContext(ctx, `SELECT payer_bank_id FROM Transactions WHERE txid = ?`, txid).Scan(&payerOfExisting); err != nil {
+			return SubmitResult{}, wrapDB("read the existing txid", err)
+		}
+		if payerOfExisting != issuer {
+			return SubmitResult{}, ErrTxIDNotUsable(issuer)
+		}
+		return SubmitResult{}, invalidField("txid", "a transaction with this txid already exists", txid)
+	}
+	now := o.clk.Now()
+	stamp := clock.Stamp(now)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO OrchestratorTransfers (`+progressColumns+`)
+		VALUES (?, ?, ?, ?, ?)`, txid, issuer, string(body), stamp, stamp); err != nil {
+		return SubmitResult{}, wrapDB("insert progress", err)
+	}
+	kind, status := queueEntry(eff)
+	if err := o.enqueue(ctx, tx, kind, txid, eff, status, now); err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{TxID: txid, Lane: eff, RequestedLane: req.Lane, State: string(lane.Received), AcceptedAt: stamp}, nil
+}
+
+// progressColumns are the OrchestratorTransfers columns a new transfer
+// sets.
+const progressColumns = "txid, issuer_bank_id, request_json, created_at, updated_at"
 
 // checkTxLimit refuses an amount above the payer's tx_amount_limit
 // (AMOUNT_EXCEEDS_TX_LIMIT).

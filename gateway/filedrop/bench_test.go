@@ -12,8 +12,8 @@ import (
 // BenchmarkDropToAccepted measures records per second from a dropped
 // Zengin file (complete, with its done-marker) to every transfer accepted
 // by the real orchestrator (BULK, RECEIVED, queued for the batch window):
-// claim, SHA-256, whole-file validation, one Submit per record with the
-// default Workers and Chunk. The database is a fresh coordinator database
+// claim, SHA-256, whole-file validation, one SubmitBulk (one commit) per
+// Chunk records (the default). The database is a fresh coordinator database
 // on disk (synchronous=FULL). Records default to 10,000;
 // FILEDROP_BENCH_RECORDS=100000 runs the 100,000-record figure of
 // docs/filedrop.md.
@@ -35,7 +35,7 @@ func BenchmarkDropToAccepted(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		f := newFixture(b, func(c *Config) { c.Chunk, c.Workers = 0, 0 })
+		f := newFixture(b, func(c *Config) { c.Chunk = 0 })
 		f.drop("BENCH.txt", data)
 		b.StartTimer()
 		pass, err := f.p.PollOnce(f.ctx)

@@ -19,9 +19,10 @@ import (
 // Coordinator is what the file drop needs from the coordinator:
 // *orchestrator.Orchestrator implements it.
 type Coordinator interface {
-	// Submit accepts one PaymentInitiated (BULK: RECEIVED and parked for
-	// its batch window), idempotent per key.
-	Submit(ctx context.Context, req orchestrator.PaymentInitiated, idempotencyKey, issuerBankID string) (orchestrator.SubmitResult, error)
+	// SubmitBulk accepts many PaymentInitiated (BULK: RECEIVED and parked
+	// for their batch window) in one commit, idempotent per key, with the
+	// caller's own rows written by then in the same transaction.
+	SubmitBulk(ctx context.Context, issuerBankID string, items []orchestrator.BulkItem, then orchestrator.BulkThen) ([]orchestrator.BulkOutcome, error)
 	// Query reads a transfer's state and decision (TX_NOT_FOUND when
 	// unknown).
 	Query(ctx context.Context, txid string) (orchestrator.View, error)
@@ -129,13 +130,9 @@ type Config struct {
 	// StableFor is how long a file without a done-marker must keep the
 	// same size and mtime before it is taken (clock-driven). Default 10s.
 	StableFor time.Duration
-	// Workers is how many Submit calls run at once while applying a file
-	// (default 64); the coordinator's store commits them together when it
-	// groups commits, so more workers mean fewer fsyncs per record
-	// (docs/filedrop.md has the measurements).
-	Workers int
-	// Chunk is how many data records are submitted between two progress
-	// checkpoints in FileDrops.applied_through (default 512).
+	// Chunk is how many data records one commit accepts (one SubmitBulk,
+	// which also checkpoints FileDrops.applied_through): default
+	// DefaultChunk (docs/filedrop.md has the measurements).
 	Chunk int
 	// MaxErrors caps the errors listed in a report (default 1000; the
 	// rest are counted).
@@ -148,6 +145,9 @@ type Config struct {
 	// records submitted so far and the file's total.
 	Progress func(bankID, file string, done, total int64)
 }
+
+// DefaultChunk is the default Config.Chunk: records per commit.
+const DefaultChunk = 4096
 
 // DefaultAccountSalt is the default Config.AccountSalt.
 const DefaultAccountSalt = "zcgw-filedrop-v1"
@@ -171,11 +171,8 @@ func (c *Config) defaults() error {
 	if c.StableFor <= 0 {
 		c.StableFor = 10 * time.Second
 	}
-	if c.Workers <= 0 {
-		c.Workers = 64
-	}
 	if c.Chunk <= 0 {
-		c.Chunk = 512
+		c.Chunk = DefaultChunk
 	}
 	if c.MaxErrors <= 0 {
 		c.MaxErrors = 1000

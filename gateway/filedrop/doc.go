@@ -24,14 +24,16 @@
 // error/ with a report listing every error (record, line, byte offset,
 // field, reason) and nothing from it is applied. Each data record of a good
 // file becomes a BULK PaymentInitiated whose txid and idempotency key are
-// derived from the file hash and the record number, so a crash halfway and
-// a restart neither duplicate nor lose a record. Once every transfer of the
+// derived from the file hash and the record number; the records are
+// submitted in chunks, each chunk and its checkpoint in one commit
+// (orchestrator.SubmitBulk), so a crash halfway and a restart neither
+// duplicate nor lose a record. Once every transfer of the
 // file is decided, a result file (口座振替 result layout, one 振替結果コード
 // per record) is written to outbound by temp name and rename.
 //
 // The Processor does one pass (PollOnce); the Watcher repeats it. The
 // package talks to the coordinator only through the Coordinator interface
-// (Submit and Query, satisfied by *orchestrator.Orchestrator) and a
+// (SubmitBulk and Query, satisfied by *orchestrator.Orchestrator) and a
 // participant lookup; its only tables are FileDrops and FileDropRefusals. It
 // must not write any other coordinator table, and imports coordinator and
 // formats packages only (never adapter, jobs or outbox).

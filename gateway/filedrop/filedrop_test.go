@@ -309,13 +309,14 @@ func TestDirectDebitFilesAreRefused(t *testing.T) {
 	}
 }
 
-// Crash during apply, then resume: the first process dies after 11
-// submits (the 11th committed but unacknowledged); a restarted processor
-// finishes the file. Every record has exactly one Transactions row.
+// Crash during apply, then resume: the first process dies after 3 chunks
+// of 4 records (the 3rd committed but unacknowledged); a restarted
+// processor finishes the file from the checkpoint committed with that
+// chunk. Every record has exactly one Transactions row.
 func TestCrashDuringApplyThenResume(t *testing.T) {
 	const n = 25
 	f := newFixture(t, nil)
-	crash := &crashingCoordinator{Coordinator: f.orch, after: 11}
+	crash := &crashingCoordinator{Coordinator: f.orch, after: 3}
 	f.cfg.Coordinator = crash
 	f.p = f.newProcessor()
 	data := zenginFile(t, zengin.KindTransfer, "0001", recs(n))
@@ -325,15 +326,15 @@ func TestCrashDuringApplyThenResume(t *testing.T) {
 		t.Fatalf("PollOnce = %v, want the crash", err)
 	}
 	ds := f.drops()
-	if len(ds) != 1 || ds[0].Status != StatusApplying || ds[0].AppliedThrough >= n+1 {
-		t.Fatalf("after crash: %+v", ds)
+	if len(ds) != 1 || ds[0].Status != StatusApplying || ds[0].AppliedThrough != 1+12 {
+		t.Fatalf("after crash: %+v (want applied_through 13: the header and 3 chunks of 4)", ds)
 	}
 	if got := f.files(f.folders().Processing); len(got) != 1 {
 		t.Fatalf("processing = %v", got)
 	}
 	before := f.count(`SELECT COUNT(*) FROM Transactions`)
-	if before < 11 || before >= n {
-		t.Fatalf("after crash %d transfers, want between 11 and %d", before, n-1)
+	if before != 12 {
+		t.Fatalf("after crash %d transfers, want 12 (3 whole chunks)", before)
 	}
 
 	// Restart: a new processor, the real coordinator.

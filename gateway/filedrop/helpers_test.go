@@ -54,7 +54,7 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 		}
 	}
 	f.cfg = Config{DB: f.db, Coordinator: f.orch, Participants: f.orch.Participants(), Root: f.dir,
-		Banks: []Bank{{ID: "001"}}, Clock: f.clk, StableFor: 10 * time.Second, Chunk: 4, Workers: 3}
+		Banks: []Bank{{ID: "001"}}, Clock: f.clk, StableFor: 10 * time.Second, Chunk: 4}
 	if mod != nil {
 		mod(&f.cfg)
 	}
@@ -213,8 +213,8 @@ func recs(n int) []rec {
 	return out
 }
 
-// crashingCoordinator passes Submit through to the real coordinator and,
-// from the after-th call on, "crashes": the call it crashes on is
+// crashingCoordinator passes SubmitBulk through to the real coordinator
+// and, from the after-th call on, "crashes": the call it crashes on is
 // committed by the coordinator but its answer is lost (the process died
 // between commit and acknowledgement), and every later call fails.
 type crashingCoordinator struct {
@@ -225,14 +225,14 @@ type crashingCoordinator struct {
 
 var errCrash = errors.New("simulated crash")
 
-func (c *crashingCoordinator) Submit(ctx context.Context, req orchestrator.PaymentInitiated, key, issuer string) (orchestrator.SubmitResult, error) {
+func (c *crashingCoordinator) SubmitBulk(ctx context.Context, issuer string, items []orchestrator.BulkItem, then orchestrator.BulkThen) ([]orchestrator.BulkOutcome, error) {
 	n := c.calls.Add(1)
 	if n > c.after {
-		return orchestrator.SubmitResult{}, errCrash
+		return nil, errCrash
 	}
-	res, err := c.Coordinator.Submit(ctx, req, key, issuer)
+	out, err := c.Coordinator.SubmitBulk(ctx, issuer, items, then)
 	if n == c.after {
-		return orchestrator.SubmitResult{}, errCrash
+		return nil, errCrash
 	}
-	return res, err
+	return out, err
 }

@@ -175,27 +175,28 @@ func (l ledger) advance(ctx context.Context, id, from, to string, set map[string
 	})
 }
 
-// checkpoint records that every data record up to file record number
-// through is accepted, and the refusals met on the way, in one commit.
-func (l ledger) checkpoint(ctx context.Context, id string, through int, refused []refusal) error {
+// checkpointTx records, in the caller's transaction (the chunk's bulk
+// submission), that every data record up to file record number through
+// is decided, and the refusals met on the way. It is guarded on the drop
+// being APPLYING; applied_through never goes back (two processes resuming
+// the same drop commit the same chunk twice, the second as replays).
+func (l ledger) checkpointTx(ctx context.Context, tx *store.Tx, id string, through int, refused []refusal) error {
 	now := clock.Stamp(l.clk.Now())
-	return l.db.Write(ctx, func(tx *store.Tx) error {
-		for _, r := range refused {
-			if _, err := store.Insert(ctx, tx, "FileDropRefusals", refusalColumns, id, r.record, r.code, r.message, now); err != nil {
-				return fmt.Errorf("filedrop: record refusal: %w", err)
-			}
+	for _, r := range refused {
+		if _, err := store.Insert(ctx, tx, "FileDropRefusals", refusalColumns, id, r.record, r.code, r.message, now); err != nil {
+			return fmt.Errorf("filedrop: record refusal: %w", err)
 		}
-		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FileDrops SET applied_through = MAX(applied_through, ?), updated_at = ?,
-			refused_count = (SELECT COUNT(*) FROM FileDropRefusals WHERE drop_id = ?)
-			WHERE drop_id = ? AND status = ?`, through, now, id, id, StatusApplying))
-		if err != nil {
-			return fmt.Errorf("filedrop: checkpoint %s: %w", id, err)
-		}
-		if !ok {
-			return fmt.Errorf("filedrop: drop %s is no longer %s: %w", id, StatusApplying, errMoved)
-		}
-		return nil
-	})
+	}
+	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FileDrops SET applied_through = MAX(applied_through, ?), updated_at = ?,
+		refused_count = (SELECT COUNT(*) FROM FileDropRefusals WHERE drop_id = ?)
+		WHERE drop_id = ? AND status = ?`, through, now, id, id, StatusApplying))
+	if err != nil {
+		return fmt.Errorf("filedrop: checkpoint %s: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("filedrop: drop %s is no longer %s: %w", id, StatusApplying, errMoved)
+	}
+	return nil
 }
 
 var refusalColumns = []string{"drop_id", "record_no", "reason_code", "message", "created_at"}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/formats/zengin"
 )
 
@@ -302,6 +303,7 @@ func (p *Processor) claim(b Bank, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("filedrop: claim %s: %w", name, err)
 	}
+	failpoint.Hit(FailAfterClaim)
 	p.log.Info("filedrop.claimed", "bank_id", b.ID, "file", name, "processing_name", proc)
 	return proc, nil
 }
@@ -443,6 +445,7 @@ func (p *Processor) first(ctx context.Context, b Bank, proc string) (Drop, error
 	if err := p.led.insert(ctx, d); err != nil {
 		return Drop{}, err
 	}
+	failpoint.Hit(FailAfterValidated)
 	p.log.InfoContext(ctx, "filedrop.validated", "bank_id", b.ID, "file", d.FileName, "drop_id", d.ID,
 		"records", d.RecordCount, "total_amount", d.TotalAmount, "file_sha256", hash)
 	return p.resume(ctx, b, d)
@@ -455,6 +458,7 @@ func (p *Processor) resume(ctx context.Context, b Bank, d Drop) (Drop, error) {
 	case StatusApplying:
 		err := p.apply(ctx, b, &d)
 		if err == nil {
+			failpoint.Hit(FailAfterApplied)
 			err = p.led.advance(ctx, d.ID, StatusApplying, StatusAccepted, nil)
 		}
 		if errors.Is(err, errMoved) || errors.Is(err, os.ErrNotExist) {
@@ -469,6 +473,7 @@ func (p *Processor) resume(ctx context.Context, b Bank, d Drop) (Drop, error) {
 			return d, err
 		}
 		d.Status = StatusAccepted
+		failpoint.Hit(FailAfterAccepted)
 		p.log.InfoContext(ctx, "filedrop.accepted", "bank_id", b.ID, "file", d.FileName, "drop_id", d.ID,
 			"records", d.RecordCount, "refused", d.RefusedCount)
 		return d, moveIfPresent(filepath.Join(f.Processing, d.ProcessingName), filepath.Join(f.Processed, d.ProcessingName))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/formats/zengin"
@@ -155,6 +156,7 @@ func (p *Processor) result(ctx context.Context, b Bank, d Drop) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	failpoint.Hit(FailAfterResultFile)
 	if err := p.led.advance(ctx, d.ID, StatusAccepted, StatusResulted, map[string]any{"result_name": name}); err != nil {
 		return false, err
 	}

@@ -507,6 +507,7 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 		if len(items) != f.Records {
 			return bad(fmt.Sprintf("%d of the file's %d postings are still waiting for an answer", len(items), f.Records), nil)
 		}
+		answers := make([]outbox.FileAnswer, 0, f.Records)
 		r := ofile.NewReader(bytes.NewReader(data))
 		for rec, err := range r.Records() {
 			if err != nil {
@@ -532,12 +533,14 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 				reason = reasonOf(d.Code)
 				in.Rejected++
 			}
-			if err := x.ob.SettleFromFile(ctx, tx, it.Posting.Ref, posted, reason, strings.TrimSpace(d.CoreRef)); err != nil {
-				return fmt.Errorf("posting %d of %s: %w", d.Seq, f.Key, err)
-			}
+			answers = append(answers, outbox.FileAnswer{Ref: it.Posting.Ref, Applied: posted, Reason: reason, CoreRef: strings.TrimSpace(d.CoreRef)})
 		}
 		if len(items) != 0 {
 			return bad(fmt.Sprintf("%d postings have no answer", len(items)), nil)
+		}
+		// Every posting of the file settles in this one transaction.
+		if err := x.ob.SettleFromFileAll(ctx, tx, answers); err != nil {
+			return fmt.Errorf("postings of %s: %w", f.Key, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO OvernightResultFiles (name, sha256, file_key, posted, rejected, ingested_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, name, shaHex, f.Key, in.Posted, in.Rejected, now); err != nil {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/zcgw/zcgw/gateway/bench"
+)
+
+// runBenchFile is `zcgw bench --file N` (gateway/bench.RunFile).
+func runBenchFile(ctx context.Context, e *env, dir string, records, banks int, asJSON bool) int {
+	rep, err := bench.RunFile(ctx, bench.FileOptions{Records: records, Banks: banks, DataDir: dir, Progress: e.Stderr})
+	var br *bench.Breach
+	if err != nil && !errors.As(err, &br) {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 1
+	}
+	if asJSON {
+		if code := printJSON(e, struct {
+			bench.FileReport
+			Breach string `json:"breach,omitempty"`
+		}{rep, breachText(br)}); code != 0 {
+			return code
+		}
+	} else {
+		printBenchFile(e.Stdout, rep)
+	}
+	if br != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench: FAILED:", br)
+		return 1
+	}
+	if !asJSON {
+		fmt.Fprintf(e.Stdout, "invariants held: %s (%d chains verified)\n", strings.Join(rep.Invariants, ", "), rep.ChainsVerified)
+	}
+	return 0
+}
+
+func printBenchFile(w io.Writer, r bench.FileReport) {
+	fmt.Fprintf(w, "zcgw bench: a %d-record 総合振込 file (%d bytes) dropped by bank 001, %d banks\n", r.Records, r.FileBytes, r.Banks)
+	fmt.Fprintf(w, "accepted           %.2fs after the done-marker: %.0f records/s (every record a BULK transfer in RECEIVED)\n", r.AcceptedSeconds, r.AcceptedPerSec)
+	fmt.Fprintf(w, "bulk window        %.2fs (the bulk-window job: H reserved, transfers handed to the orchestrator)\n", r.WindowSeconds)
+	fmt.Fprintf(w, "settled            %d (cancelled %d) %.2fs after the done-marker: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.SettledSeconds, r.SettledPerSec)
+	fmt.Fprintf(w, "result file        %.2fs after the done-marker\n", r.ResultSeconds)
+	fmt.Fprintf(w, "commits per settled transfer (= fsyncs: WAL, synchronous=FULL):\n")
+	for _, d := range r.DBs {
+		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)
+	}
+	fmt.Fprintf(w, "  %-22s %8.2f\n", "all databases", r.CommitsPerTx)
+	fmt.Fprintf(w, "CPU                %.2f s per 1,000 records (user+sys of this process, drop to settled)\n", r.CPUPer1000)
+	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
+}

@@ -1,0 +1,105 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// FileAnswer is the core's answer to one posting of an overnight file.
+type FileAnswer struct {
+	Ref     string
+	Applied bool
+	Reason  string // the refusal's reason code when not Applied ("" = BANK_ERROR)
+	CoreRef string
+}
+
+// settleRows is how many postings SettleFromFileAll reads in one query.
+const settleRows = 256
+
+// SettleFromFileAll is SettleFromFile for every answer of a result file,
+// inside tx, with the same guard, states, columns, state log and log
+// lines; the postings are read by chunks of refs and their state log rows
+// written by multi-row INSERTs (entitystate.RecordAll). A posting that is
+// not IN_FILE is a STATE_GUARD error (the caller rolls back).
+func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []FileAnswer) error {
+	now := clock.Stamp(o.clk.Now())
+	facts := make([]entitystate.Fact, 0, len(answers))
+	inFile := string(InFile)
+	for lo := 0; lo < len(answers); lo += settleRows {
+		part := answers[lo:min(lo+settleRows, len(answers))]
+		args := make([]any, len(part))
+		for i, a := range part {
+			args[i] = a.Ref
+		}
+		type row struct {
+			id           int64
+			txid, status string
+		}
+		rows := make(map[string]row, len(part))
+		rs, err := tx.QueryContext(ctx, `SELECT ref, id, txid, status FROM AdapterOutbox WHERE route = 'FILE' AND ref IN (?`+
+			strings.Repeat(", ?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return fmt.Errorf("outbox: settle from file: %w", err)
+		}
+		for rs.Next() {
+			var ref string
+			var r row
+			if err := rs.Scan(&ref, &r.id, &r.txid, &r.status); err != nil {
+				rs.Close()
+				return fmt.Errorf("outbox: settle from file: %w", err)
+			}
+			rows[ref] = r
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return fmt.Errorf("outbox: settle from file: %w", err)
+		}
+		for _, a := range part {
+			r, ok := rows[a.Ref]
+			if !ok || r.status != inFile {
+				status := r.status
+				if !ok {
+					status = "not a FILE posting"
+				}
+				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is %s, not IN_FILE", a.Ref, status),
+					map[string]any{"ref": a.Ref, "status": status})
+			}
+			to, event, reason, coreRef := Applied, "OutboxFileApplied", "", a.CoreRef
+			var appliedAt any = now
+			if !a.Applied {
+				to, event, reason, coreRef, appliedAt = Blocked, "OutboxFileBlocked", a.Reason, "", nil
+				if reason == "" {
+					reason = "BANK_ERROR"
+				}
+			}
+			ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, sends = sends + 1, reason_code = ?,
+				core_ref = ?, applied_at = ?, updated_at = ?, last_error = ?
+				WHERE id = ? AND status = 'IN_FILE' AND route = 'FILE'`,
+				string(to), nullStr(reason), nullStr(coreRef), appliedAt, now, nullStr(blockedMsg(a.Applied, reason)), r.id))
+			if err != nil {
+				return fmt.Errorf("outbox: settle from file %s: %w", a.Ref, err)
+			}
+			if !ok { // the same ref twice in answers
+				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is answered twice", a.Ref), map[string]any{"ref": a.Ref})
+			}
+			from := inFile
+			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: fmt.Sprint(r.id), EventType: event, From: &from,
+				To: string(to), ReasonCode: reason, Actor: o.actor, Payload: map[string]any{"ref": a.Ref, "txid": r.txid}})
+			if a.Applied {
+				o.log.InfoContext(ctx, "outbox.apply", "id", r.id, "ref", a.Ref, "txid", r.txid, "core_ref", coreRef, "via", "file")
+			} else {
+				o.log.WarnContext(ctx, "outbox.blocked", "id", r.id, "ref", a.Ref, "txid", r.txid, "reason_code", reason, "via", "file")
+			}
+		}
+	}
+	if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
+		return fmt.Errorf("outbox: state log of %d file postings: %w", len(facts), err)
+	}
+	return nil
+}
