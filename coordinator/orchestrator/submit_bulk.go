@@ -238,11 +238,15 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 	stamp := clock.Stamp(now)
 	progress := make([][]any, len(ok))
 	queue := make([][]any, len(ok))
+	ready := false // a READY item wakes the Run loops (wake.go), as enqueue does
+	defer func() {
+		if ready {
+			o.wake.poke()
+		}
+	}()
 	for j, a := range ok {
 		kind, status := queueEntry(a.a.eff)
-		if status == StatusReady {
-			defer o.wake.poke() // a READY item wakes the Run loops (wake.go), as enqueue does
-		}
+		ready = ready || status == StatusReady
 		progress[j] = []any{ns[j].TxID, issuer, string(bodies[a.i]), stamp, stamp}
 		queue[j] = []any{itemID(kind, ns[j].TxID), kind, ns[j].TxID, a.a.eff, status, stamp, stamp, stamp}
 	}
