@@ -104,9 +104,41 @@ func (c corePostings) Status(ctx context.Context, bankID, txid, kind string) (st
 type postingReports struct{ n *Node }
 
 func (p postingReports) ReportPosting(ctx context.Context, r outbox.PostingReport) error {
-	_, err := p.n.Orchestrator.RecordCorePosting(ctx, orchestrator.CorePosting{TxID: r.Posting.TxID, BankID: r.Posting.Bank,
+	_, err := p.n.Orchestrator.RecordCorePosting(ctx, corePosting(r))
+	return p.unknownTxIsReported(ctx, r, err)
+}
+
+// ReportPostings records a batch of reports in one coordinator commit
+// (orchestrator.RecordCorePostings). A report refused alone fails the
+// call, so the outbox sends the batch again; the ones already recorded
+// are absorbed (idempotent per ref and status).
+func (p postingReports) ReportPostings(ctx context.Context, rs []outbox.PostingReport) error {
+	ps := make([]orchestrator.CorePosting, len(rs))
+	for i, r := range rs {
+		ps[i] = corePosting(r)
+	}
+	res, err := p.n.Orchestrator.RecordCorePostings(ctx, ps)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, r := range res {
+		if err := p.unknownTxIsReported(ctx, rs[i], r.Err); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func corePosting(r outbox.PostingReport) orchestrator.CorePosting {
+	return orchestrator.CorePosting{TxID: r.Posting.TxID, BankID: r.Posting.Bank,
 		Kind: string(r.Posting.Kind), Ref: r.Posting.Ref, Amount: r.Posting.Amount, Status: string(r.Status),
-		CoreRef: r.CoreRef, ReasonCode: r.ReasonCode, CaseID: r.CaseID})
+		CoreRef: r.CoreRef, ReasonCode: r.ReasonCode, CaseID: r.CaseID}
+}
+
+// unknownTxIsReported takes a report whose txid the coordinator does not
+// know as reported (logged): it has no chain to land on.
+func (p postingReports) unknownTxIsReported(ctx context.Context, r outbox.PostingReport, err error) error {
 	if domainerr.Has(err, "TX_NOT_FOUND") {
 		p.n.log.WarnContext(ctx, "node.posting_report_unknown_tx", "bank_id", r.Posting.Bank, "ref", r.Posting.Ref, "txid", r.Posting.TxID)
 		return nil
