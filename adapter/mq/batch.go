@@ -25,6 +25,9 @@ type BatchGetter interface {
 	GetBatch(ctx context.Context, queue string, max int, matches ...Match) ([]*Message, error)
 }
 
+// lookFor bounds each look after the first in GetBatch's fallback.
+const lookFor = 25 * time.Millisecond
+
 // GetBatch is BatchGetter.GetBatch on any Session: through the session's
 // own GetBatch when it has one, otherwise by one Get per message (the
 // first one waiting; a session without GetBatch and with several matches
@@ -37,8 +40,6 @@ func GetBatch(ctx context.Context, s Session, queue string, max int, matches ...
 	if len(matches) == 0 {
 		matches = []Match{Any}
 	}
-	done, cancel := context.WithCancel(ctx)
-	cancel() // a done context makes a no-wait get
 	var out []*Message
 	pause := time.Millisecond
 	for {
@@ -49,7 +50,12 @@ func GetBatch(ctx context.Context, s Session, queue string, max int, matches ...
 				if len(out) == 0 && len(matches) == 1 {
 					msg, err = s.Get(ctx, queue, m) // the first one waits
 				} else {
-					msg, err = s.Get(done, queue, m)
+					// A short look, not a no-wait one: a broker that
+					// delivers on credit (AMQP 1.0) needs a moment to hand
+					// over a message that is there.
+					look, cancel := context.WithTimeout(ctx, lookFor)
+					msg, err = s.Get(look, queue, m)
+					cancel()
 				}
 				if errors.Is(err, ErrNoMessage) {
 					if len(matches) == 1 && len(out) == 0 {

@@ -252,16 +252,20 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		defer close(progDone)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
+		show := func(ctx context.Context) {
+			if o.Progress != nil {
+				s, _ := countStates(ctx, n.DB)
+				fmt.Fprintf(o.Progress, "zcgw bench: %5.1fs posted %d/%d, settled %d, failed POSTs %d\n",
+					time.Since(start).Seconds(), posted.Load(), o.N, s["SETTLED"], failed.Load())
+			}
+		}
 		for {
 			select {
 			case <-progCtx.Done():
+				show(context.WithoutCancel(progCtx)) // the last line, also for a run shorter than a tick
 				return
 			case <-tick.C:
-				if o.Progress != nil {
-					s, _ := countStates(progCtx, n.DB)
-					fmt.Fprintf(o.Progress, "zcgw bench: %5.1fs posted %d/%d, settled %d, failed POSTs %d\n",
-						time.Since(start).Seconds(), posted.Load(), o.N, s["SETTLED"], failed.Load())
-				}
+				show(progCtx)
 			}
 		}
 	}()
