@@ -94,7 +94,8 @@ var _ mq.Transport = (*Transport)(nil)
 // New returns a transport for the SQLite queue file at path (created on
 // first Connect).
 func New(path string, opts Options) *Transport {
-	if abs, err := filepath.Abs(path); err == nil {
+	if store.IsPostgres(path) { // a schema of a shared PostgreSQL database
+	} else if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
 	if opts.Clock == nil {
@@ -285,14 +286,11 @@ func restoreOrphans(ctx context.Context, tx *store.Tx) (int64, error) {
 // before the column existed (CREATE TABLE IF NOT EXISTS leaves an old table
 // as it is).
 func addLeaseColumn(ctx context.Context, tx *store.Tx) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('mq_connection') WHERE name = 'lease_until'`).Scan(&n); err != nil {
+	have, err := store.ColumnExists(ctx, tx, "mq_connection", "lease_until")
+	if err != nil || have {
 		return err
 	}
-	if n > 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
+	_, err = tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
 	return err
 }
 
