@@ -10,15 +10,10 @@ import (
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
-	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/filetool"
 	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway/filedrop"
 )
-
-// coordinatorDBName is the coordinator database inside the data folder
-// (the same file jobs/ledger and `zcgw serve` use).
-const coordinatorDBName = "zc.db"
 
 func filesSubmitUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: zcgw files submit [--data DIR] [--zengin-code CODE] [--names strict|long-vowel] BANK FILE")
@@ -65,7 +60,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
 	}
-	db, err := store.OpenCoordinator(ctx, filepath.Join(e.DataDir, coordinatorDBName))
+	db, err := e.openCoordinator(ctx)
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/adapter/mq/rabbit"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/coremsg"
 )
 
@@ -155,13 +155,14 @@ func checkQueueName(name string) error {
 }
 
 // OpenTransport returns the queue manager the mq block names (nil: the
-// embedded queue file under dataDir); app names the connections. It is
+// embedded queue store stores locates, store.MQDB); app names the
+// connections. It is
 // the one place a transport is chosen: `zcgw serve`, `zcgw coresim`,
 // `zcgw demo` and `zcgw bench` all come here. The
 // embedded queue manager's connection leases and heartbeats measure real
 // elapsed time (its tickers are real), so it runs on the system clock even
 // when the node's business clock is a manual one.
-func OpenTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Transport, error) {
+func OpenTransport(m *MQConfig, stores store.Locator, app string, log *slog.Logger) (mq.Transport, error) {
 	switch m.kind() {
 	case MQRabbitMQ:
 		return rabbit.New(m.URL, rabbit.Options{Logger: log, App: app, PollInterval: 5 * time.Millisecond}), nil
@@ -172,7 +173,7 @@ func OpenTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Trans
 		}
 		return amqp1.New(m.URL, o), nil
 	case MQEmbedded:
-		return embedded.New(filepath.Join(dataDir, "mq.db"), embedded.Options{Clock: clock.System{}, Logger: log,
+		return embedded.New(stores.Location(store.MQDB), embedded.Options{Clock: clock.System{}, Logger: log,
 			PollInterval: 5 * time.Millisecond, App: app}), nil
 	}
 	return nil, fmt.Errorf("node: mq.kind %q is not supported", m.Kind)
@@ -186,7 +187,7 @@ func (n *Node) startCore(ctx context.Context, b *Bank, bc BankConfig, opts Optio
 		return nil
 	}
 	var err error
-	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: filepath.Join(opts.DataDir, "core-"+bc.BankID+".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: n.Stores.Location(store.CoreDB(bc.BankID)), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return err
 	}
 	c.add(b.Core.Close)
@@ -237,7 +238,7 @@ func (n *Node) linkConfig(b *Bank, opts Options) corelink.Config {
 // DeleteCoreQueues deletes the core queues of the given banks on the mq
 // block's broker (a run's own queues: `zcgw demo`, `zcgw bench`).
 func DeleteCoreQueues(ctx context.Context, m *MQConfig, bankIDs []string, log *slog.Logger) error {
-	tr, err := OpenTransport(m, "", "zcgw cleanup", log)
+	tr, err := OpenTransport(m, store.Locator{}, "zcgw cleanup", log)
 	if err != nil {
 		return err
 	}

@@ -179,7 +179,7 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 		seq             int64
 		msg             *mq.Message
 		msgID, correlID []byte
-		persistent      int64 // 0 or 1 (INTEGER on both backends)
+		persistent      bool
 		putAt           string
 		expiresAt       sql.NullString
 		props           []byte
@@ -244,7 +244,7 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 		}
 		copy(msg.MsgID[:], r.msgID)
 		copy(msg.CorrelID[:], r.correlID)
-		msg.NonPersistent = r.persistent == 0
+		msg.NonPersistent = !r.persistent
 		if msg.PutTime, err = parseStamp(r.putAt); err != nil {
 			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("put_at: %w", err)}
 		}
@@ -305,7 +305,7 @@ func (s *session) Commit(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO mq_message
 				(queue, msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, properties, body)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				p.queue, m.MsgID[:], m.CorrelID[:], m.ReplyTo, boolInt(!m.NonPersistent), m.Priority,
+				p.queue, m.MsgID[:], m.CorrelID[:], m.ReplyTo, persistentFlag(m), m.Priority,
 				stamp(m.PutTime), expires, encodeProperties(m.Properties), body); err != nil {
 				return fmt.Errorf("insert into %s: %w", p.queue, err)
 			}
@@ -383,11 +383,11 @@ func (s *session) Close() error {
 	return err
 }
 
-// boolInt is a flag as the INTEGER 0/1 the schema stores (PostgreSQL does
-// not take a Go bool for a BIGINT column).
-func boolInt(b bool) int64 {
-	if b {
-		return 1
+// persistentFlag is mq_message.persistent: an INTEGER 0 or 1 (a Go bool
+// is no integer to PostgreSQL).
+func persistentFlag(m *mq.Message) int {
+	if m.NonPersistent {
+		return 0
 	}
-	return 0
+	return 1
 }

@@ -91,10 +91,11 @@ func (t *Transport) Commits() int64 {
 
 var _ mq.Transport = (*Transport)(nil)
 
-// New returns a transport for the SQLite queue file at path (created on
-// first Connect).
+// New returns a transport for the queue store at path, a SQLite file or
+// a postgres:// location (store.Open; created on first Connect).
 func New(path string, opts Options) *Transport {
-	if store.IsPostgres(path) { // a schema of a shared PostgreSQL database
+	if store.IsPostgres(path) {
+		// a URL, used as is
 	} else if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -153,7 +154,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		c.log.Warn("mq.reap_failed", "error", err.Error())
 	}
 	go c.heartbeatLoop()
-	c.log.Info("mq.connected", "path", t.path)
+	c.log.Info("mq.connected", "path", store.Redact(t.path))
 	return c, nil
 }
 
@@ -286,11 +287,10 @@ func restoreOrphans(ctx context.Context, tx *store.Tx) (int64, error) {
 // before the column existed (CREATE TABLE IF NOT EXISTS leaves an old table
 // as it is).
 func addLeaseColumn(ctx context.Context, tx *store.Tx) error {
-	have, err := store.ColumnExists(ctx, tx, "mq_connection", "lease_until")
-	if err != nil || have {
+	if ok, err := store.ColumnExists(ctx, tx, "mq_connection", "lease_until"); err != nil || ok {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
+	_, err := tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
 	return err
 }
 
