@@ -1,0 +1,13 @@
+package multinode_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/zcgw/zcgw/test/internal/proc"
+)
+
+// zcgwBin is the zcgw binary built once for the suite.
+var zcgwBin string
+
+func TestMain(m *testing.M) { os.Exit(proc.Main(m, "multinode", &zcgwBin)) }
