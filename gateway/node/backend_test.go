@@ -165,4 +165,3 @@ func checkShadows(t *testing.T, n *Node, coreOf map[string][2]string) {
 		}
 	}
 }
-
