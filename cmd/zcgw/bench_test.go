@@ -11,6 +11,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/store/storetest"
+	"github.com/zcgw/zcgw/gateway/bench"
 	"github.com/zcgw/zcgw/gateway/node"
 )
 
@@ -181,15 +182,7 @@ func TestBenchOnPostgres(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("zcgw bench --store postgres: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	var rep struct {
-		Store          string `json:"store"`
-		Settled        int    `json:"settled"`
-		ChainsVerified int    `json:"chains_verified"`
-		DBs            []struct {
-			File    string `json:"file"`
-			Commits int64  `json:"commits"`
-		} `json:"dbs"`
-	}
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is no JSON: %v\n%s", err, out)
 	}
