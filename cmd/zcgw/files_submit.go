@@ -13,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/formats/filetool"
 	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway/filedrop"
+	"github.com/zcgw/zcgw/gateway/node"
 )
 
 func filesSubmitUsage(w io.Writer) {
@@ -71,7 +72,12 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
 	}
-	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: e.DataDir,
+	nodeCfg, _, err := node.LoadConfig(e.DataDir) // files_root: the folders the node's watcher reads
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
+		return 2
+	}
+	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: nodeCfg.FilesDir(e.DataDir),
 		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code, Names: names}}}
 	bar := stderrIsTerminal(e)
 	if bar {

@@ -107,6 +107,25 @@ type Config struct {
 	// Store chooses where the node's databases live (nil: SQLite files in
 	// the data folder). See StoreConfig.
 	Store *StoreConfig `json:"store,omitempty"`
+	// FilesRoot is the folder that holds the banks' file-drop folders
+	// (FILES_ROOT/banks/<bank_id>/inbound, ...; docs/filedrop.md): ""
+	// is the data folder, a relative path is taken from the data folder.
+	// Several nodes on one shared database name one shared folder here;
+	// the atomic rename into processing/ gives each dropped file to
+	// exactly one of them.
+	FilesRoot string `json:"files_root,omitempty"`
+}
+
+// FilesDir is the folder under which the node on dataDir keeps the
+// banks' file-drop folders (FilesRoot resolved).
+func (c Config) FilesDir(dataDir string) string {
+	switch {
+	case c.FilesRoot == "":
+		return dataDir
+	case filepath.IsAbs(c.FilesRoot):
+		return c.FilesRoot
+	}
+	return filepath.Join(dataDir, c.FilesRoot)
 }
 
 // StoreConfig is node.json's store block: where every database of the

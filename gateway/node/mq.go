@@ -179,6 +179,11 @@ func OpenTransport(m *MQConfig, stores store.Locator, app string, log *slog.Logg
 	return nil, fmt.Errorf("node: mq.kind %q is not supported", m.Kind)
 }
 
+// standbyRetry is how often a standby core tries to claim its request
+// queue (PostgreSQL store): with a dead holder on this host the claim
+// succeeds at the first try after its death.
+const standbyRetry = 500 * time.Millisecond
+
 // startCore runs a bank's simulated core in process, serving its request
 // queue, unless node.json says the core is external.
 func (n *Node) startCore(ctx context.Context, b *Bank, bc BankConfig, opts Options, cores *loops, c *closers) error {
@@ -201,6 +206,18 @@ func (n *Node) startCore(ctx context.Context, b *Bank, bc BankConfig, opts Optio
 	// process is gone; the short retry covers a process still exiting.
 	qs := n.Config.MQ.Naming().For(bc.BankID)
 	serve := coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout} // woken by the link's commits
+	if n.Stores.Postgres() {
+		// Several nodes on one shared database run this core in process:
+		// one consumes its request queue, the others wait as standbys and
+		// take over when it stops or dies (docs/storage.md "Several nodes").
+		cores.run(func(ctx context.Context) {
+			if err := b.Core.ServeAsStandby(ctx, conn, serve, standbyRetry); err != nil && ctx.Err() == nil {
+				n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
+			}
+			conn.Close()
+		})
+		return nil
+	}
 	for wait := time.Now().Add(2 * time.Second); ; {
 		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
 			break
