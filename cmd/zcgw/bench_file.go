@@ -11,8 +11,8 @@ import (
 )
 
 // runBenchFile is `zcgw bench --file N` (gateway/bench.RunFile).
-func runBenchFile(ctx context.Context, e *env, dir string, records, banks int, asJSON bool) int {
-	rep, err := bench.RunFile(ctx, bench.FileOptions{Records: records, Banks: banks, DataDir: dir, Progress: e.Stderr})
+func runBenchFile(ctx context.Context, e *env, dir string, deploy bench.Deployment, records, banks int, asJSON bool) int {
+	rep, err := bench.RunFile(ctx, bench.FileOptions{Records: records, Banks: banks, DataDir: dir, Deployment: deploy, Progress: e.Stderr})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)

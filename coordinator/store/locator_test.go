@@ -2,30 +2,11 @@ package store_test
 
 import (
 	"context"
-	"net/url"
-	"path/filepath"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
-
-// locatorOn is a Locator on backend b whose databases are fresh: a
-// temporary folder, or schemas under a fresh prefix of the test database.
-func locatorOn(t *testing.T, b storetest.Backend) store.Locator {
-	loc := b.Location(t, "loc")
-	if !store.IsPostgres(loc) {
-		return store.Locator{Kind: store.SQLite, Dir: filepath.Dir(loc)}
-	}
-	u, _ := url.Parse(loc)
-	q := u.Query()
-	prefix := q.Get("search_path") + "_"
-	q.Del("search_path")
-	u.RawQuery = q.Encode()
-	l := store.Locator{Kind: store.Postgres, URL: u.String(), Prefix: prefix}
-	t.Cleanup(func() { l.Drop(context.Background(), store.CoordinatorDB) })
-	return l
-}
 
 // A component's database does not exist until opened, exists after, and
 // is gone after Drop, whose second call is no error; each component has
@@ -33,7 +14,7 @@ func locatorOn(t *testing.T, b storetest.Backend) store.Locator {
 func TestLocatorExistsAndDrop(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
-		l := locatorOn(t, b)
+		l := storetest.Locator(t, b, t.TempDir())
 		if ok, err := l.Exists(ctx, store.CoordinatorDB); ok || err != nil {
 			t.Fatalf("before open: %v %v", ok, err)
 		}
