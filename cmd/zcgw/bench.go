@@ -32,7 +32,7 @@ func init() {
 var benchBeforeCheck func(ctx context.Context, n *node.Node) error
 
 func benchUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R | --idle D [--max-idle-cpu P] | --file N] [--banks K] [--lanes EXPRESS=100] [--mq KIND] [--store postgres [--store-url URL]] [--data DIR [--keep]] [--json] [--cpuprofile FILE]")
+	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R | --idle D [--max-idle-cpu P] | --file N] [--banks K] [--lanes EXPRESS=100] [--mq KIND] [--store postgres [--store-url URL] [--nodes N]] [--data DIR [--keep]] [--json] [--cpuprofile FILE]")
 	fmt.Fprintln(w, "Starts a node in this process on a fresh data folder (a temporary one unless --data names an empty or")
 	fmt.Fprintln(w, "new folder; removed at the end unless --keep) with K banks (default 4), 3 funded accounts each, the")
 	fmt.Fprintln(w, "embedded MQ and synchronous=FULL, and drives it over HTTP as banks do: POST /api/transfers with the")
@@ -46,6 +46,7 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "database (each commit is one WAL fsync under synchronous=FULL), CPU seconds per 1,000 transfers and")
 	fmt.Fprintln(w, "peak RSS. Then the invariants: every transfer terminal, each account and bank's money conserved,")
 	fmt.Fprintln(w, "every posting applied exactly once at its core, every FinalityLog chain verifying.")
+	fmt.Fprintln(w, "--nodes N starts N nodes in this process on the --store postgres databases (each its own data folder) and posts round robin;")
 	fmt.Fprintln(w, "--store postgres puts the node's databases in PostgreSQL (--store-url, default "+benchPostgres+"),")
 	fmt.Fprintln(w, "each in a schema of a fresh prefix bench_XXXXXXXX_ (zc, ingress_nonces, mq, adapter_001, core_001, …),")
 	fmt.Fprintln(w, "dropped at the end unless --keep; commits are then PostgreSQL commits (WAL flushes, synchronous_commit on).")
@@ -75,6 +76,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	file := fs.Int("file", 0, "drop a generated N-record 総合振込 file instead of posting transfers")
 	storeKind := fs.String("store", string(store.SQLite), "where the node's databases live: sqlite (files in the data folder) or postgres")
 	storeURL := fs.String("store-url", "", "the PostgreSQL database of --store postgres (default "+benchPostgres+")")
+	nodes := fs.Int("nodes", 1, "nodes in this process sharing the --store postgres databases, the POSTs round robin over them")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -112,6 +114,10 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	}
 	if *n <= 0 || *c <= 0 || *rate < 0 || *banks < 2 || *idle < 0 || *maxIdle < 0 {
 		fmt.Fprintln(e.Stderr, "zcgw bench: -n and -c must be > 0, --rate, --idle and --max-idle-cpu >= 0, --banks >= 2")
+		return 2
+	}
+	if *nodes < 1 || *nodes > 1 && (storeCfg == nil || *file > 0 || *idle > 0) {
+		fmt.Fprintln(e.Stderr, "zcgw bench: --nodes N (N >= 1) above 1 needs --store postgres and the transfer load (not --file, not --idle)")
 		return 2
 	}
 	if *maxIdle > 0 && *idle == 0 {
@@ -173,7 +179,7 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		return runBenchFile(ctx, e, dir, deploy, *file, *banks, *asJSON)
 	}
 	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir, Deployment: deploy,
-		Progress: e.Stderr, BeforeCheck: benchBeforeCheck, Idle: *idle, MaxIdleCPU: *maxIdle})
+		Progress: e.Stderr, BeforeCheck: benchBeforeCheck, Idle: *idle, MaxIdleCPU: *maxIdle, Nodes: *nodes})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
@@ -261,6 +267,9 @@ func printBench(w io.Writer, r bench.Report) {
 		mode = fmt.Sprintf("open loop, %.0f/s", r.Rate)
 	}
 	fmt.Fprintf(w, "zcgw bench: %d transfers (%s), %d banks, lanes %s, store %s\n", r.Transfers, mode, r.Banks, r.Lanes, r.Store)
+	if r.Nodes > 1 {
+		fmt.Fprintf(w, "nodes              %d in this process on the shared store, POSTs round robin (commits below: node 1's handles only)\n", r.Nodes)
+	}
 	fmt.Fprintf(w, "settled            %d (cancelled %d) in %.2fs: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.Seconds, r.SettledPerSec)
 	fmt.Fprintf(w, "POST latency       p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.Post.P50, r.Post.P99, r.Post.P999)
 	fmt.Fprintf(w, "POST->SETTLED      p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.PostToSettled.P50, r.PostToSettled.P99, r.PostToSettled.P999)

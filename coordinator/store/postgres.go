@@ -7,8 +7,10 @@ import (
 	"hash/fnv"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver "pgx"
 )
@@ -66,7 +68,13 @@ func openPostgres(ctx context.Context, location, schema string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open readers %s: %w", redactURL(u), err)
 	}
+	// Readers come and go: several nodes, each with a dozen databases
+	// (components, queue-manager connections), share one server's
+	// max_connections, so an idle reader is closed after a while rather
+	// than kept for good.
 	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(1)
+	r.SetConnMaxIdleTime(5 * time.Second)
 	db := &DB{path: redactURL(u), w: w, r: r, postgres: true,
 		readOpts: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}}
 	db.wstmts.pool, db.rstmts.pool = w, r
@@ -96,12 +104,42 @@ func applyPostgresSchema(ctx context.Context, w *sql.DB, searchPath, schema stri
 		}
 	}
 	if schema != "" {
-		if _, err := tx.ExecContext(ctx, schemaFor(schema, true, pgDDL)); err != nil {
+		ddl := schemaFor(schema, true, pgDDL)
+		// A schema already applied is not applied again: its DDL would
+		// take table locks (CREATE INDEX IF NOT EXISTS locks its table
+		// even when the index exists) beside the writes of the nodes
+		// already running on the database, and deadlock with them. The
+		// digests of the scripts applied are kept in the schema's
+		// comment (no table of our own: the schema stays the component's).
+		dh := fnv.New64a()
+		dh.Write([]byte(ddl))
+		digest := fmt.Sprintf("%016x", dh.Sum64())
+		var name string
+		var comment sql.NullString
+		if err := tx.QueryRowContext(ctx, "SELECT n.nspname, obj_description(n.oid, 'pg_namespace') FROM pg_namespace n WHERE n.nspname = current_schema()").Scan(&name, &comment); err != nil {
+			return fmt.Errorf("schema comment: %w", err)
+		}
+		applied := strings.Fields(strings.TrimPrefix(comment.String, schemaCommentPrefix))
+		if strings.HasPrefix(comment.String, schemaCommentPrefix) && slices.Contains(applied, digest) {
+			return tx.Commit()
+		}
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("apply schema: %w", err)
+		}
+		if !strings.HasPrefix(comment.String, schemaCommentPrefix) {
+			applied = nil
+		}
+		note := schemaCommentPrefix + strings.Join(append(applied, digest), " ")
+		if _, err := tx.ExecContext(ctx, "COMMENT ON SCHEMA "+quoteIdent(name)+" IS '"+strings.ReplaceAll(note, "'", "''")+"'"); err != nil {
+			return fmt.Errorf("schema comment: %w", err)
 		}
 	}
 	return tx.Commit()
 }
+
+// schemaCommentPrefix starts the comment of a schema zcgw applied its
+// scripts to, followed by their digests.
+const schemaCommentPrefix = "zcgw schema scripts applied: "
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 

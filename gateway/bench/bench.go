@@ -9,7 +9,10 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +33,11 @@ type Options struct {
 	DataDir string      // the node's data folder (fresh)
 	// Deployment is the queue manager and the store of the run's node.
 	Deployment
+	// Nodes is how many nodes share the run's store (default 1; more
+	// need a PostgreSQL store): each in its own data folder under
+	// DataDir/nodes/, with the first node's ZC signing key; the POSTs go
+	// round robin over them and the checks read the shared databases.
+	Nodes int
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds the wait for every transfer to be terminal (default 2m).
@@ -73,6 +81,7 @@ type Report struct {
 	Banks          int        `json:"banks"`
 	Lanes          string     `json:"lanes"`
 	Store          string     `json:"store"` // sqlite, or postgres URL (password masked) and schema prefix
+	Nodes          int        `json:"nodes"` // nodes sharing the store, the POSTs round robin over them
 	Settled        int        `json:"settled"`
 	Cancelled      int        `json:"cancelled"`
 	Seconds        float64    `json:"seconds"`
@@ -145,6 +154,12 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	if o.Quiesce <= 0 {
 		o.Quiesce = 2 * time.Minute
 	}
+	if o.Nodes <= 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes > 1 && (o.Store == nil || o.Store.Kind != "postgres") {
+		return rep, fmt.Errorf("bench: --nodes %d: several nodes share a PostgreSQL store (--store postgres)", o.Nodes)
+	}
 	cfg := o.NodeConfig(Config(o.Banks))
 	// The idle mode measures the node `zcgw serve` runs: with the job
 	// scheduler and the file-drop watcher (the load modes leave both off,
@@ -158,7 +173,20 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			err = fmt.Errorf("bench: close node: %w", cerr)
 		}
 	}()
-	rep = Report{Transfers: o.N, Clients: o.Clients, Rate: o.Rate, Banks: o.Banks, Lanes: laneString(o.Lanes), Store: storeLabel(n), Started: time.Now().UTC()}
+	urls := []string{n.URL}
+	for k := 2; k <= o.Nodes; k++ {
+		other, perr := startPeer(ctx, o, cfg, k)
+		if perr != nil {
+			return rep, perr
+		}
+		defer func() {
+			if cerr := other.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("bench: close node %d: %w", k, cerr)
+			}
+		}()
+		urls = append(urls, other.URL)
+	}
+	rep = Report{Nodes: len(urls), Transfers: o.N, Clients: o.Clients, Rate: o.Rate, Banks: o.Banks, Lanes: laneString(o.Lanes), Store: storeLabel(n), Started: time.Now().UTC()}
 	opening, err := positions(ctx, n)
 	if err != nil {
 		return rep, err
@@ -207,7 +235,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			"schema_version":  "1.1",
 			"idempotency_key": key,
 		})
-		req, _ := http.NewRequestWithContext(ctx, "POST", n.URL+"/api/transfers", bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", urls[i%len(urls)]+"/api/transfers", bytes.NewReader(body))
 		req.Header.Set("X-Api-Key", cfg.KeyFor(pb))
 		req.Header.Set("Content-Type", "application/json")
 		t := time.Now()
@@ -713,4 +741,26 @@ func openPostings(ctx context.Context, n *node.Node) (int, error) {
 		total += c
 	}
 	return total, nil
+}
+
+// startPeer starts node k (from 2) of a several-node run: its own data
+// folder under DataDir/nodes/k, the run's configuration (so the same
+// shared store), the first node's ZC signing key.
+func startPeer(ctx context.Context, o Options, cfg node.Config, k int) (*node.Node, error) {
+	dir := filepath.Join(o.DataDir, "nodes", strconv.Itoa(k))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bench: node %d: %w", k, err)
+	}
+	key, err := os.ReadFile(filepath.Join(o.DataDir, node.SigningKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("bench: node %d: the first node's signing key: %w", k, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, node.SigningKeyFile), key, 0o600); err != nil {
+		return nil, fmt.Errorf("bench: node %d: %w", k, err)
+	}
+	n, err := node.Start(ctx, node.Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		return nil, fmt.Errorf("bench: start node %d: %w", k, err)
+	}
+	return n, nil
 }

@@ -31,7 +31,8 @@ import (
 const (
 	transfers = 120              // posted over the run, round robin over the nodes
 	clients   = 6                // concurrent senders
-	killAfter = transfers / 3    // node 2 is SIGKILLed once this many are answered
+	killAfter = transfers / 3    // the victim is SIGKILLed once this many are answered
+	victim    = 0                // node 1: started first, it holds the drain leases and consumes the core queues
 	settle    = 90 * time.Second // bound on "never" for every transfer to be terminal
 )
 
