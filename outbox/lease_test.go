@@ -218,7 +218,7 @@ func TestRunDrainsOnlyUnderTheDrainLease(t *testing.T) {
 
 // A holder that died without releasing keeps the bank until its lease
 // expires on the injected clock; then a waiting node takes over and
-// drains.
+// drains, settling the dead holder's claim by inquiry (IN_DOUBT) first.
 func TestRunTakesOverADeadHoldersDrainLeaseAfterExpiry(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
@@ -230,7 +230,10 @@ func TestRunTakesOverADeadHoldersDrainLeaseAfterExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &rig{db: obs[1].db, ob: obs[1]}
-		r.enqueue(t, post("D1", "A", Credit, 5))
+		r.enqueue(t, post("D0", "B", Credit, 7), post("D1", "A", Credit, 5))
+		// The dead holder had claimed D0 (never sent): once its claim's
+		// lease is over it is IN_DOUBT and settled by an inquiry first.
+		r.claimAs(t, dead.Owner("outbox"), "D0")
 		runOutbox(t, obs[1], RunConfig{Identity: live, Idle: 5 * time.Millisecond, Backoff: 5 * time.Millisecond})
 		// The live node waits: a few of its lease reads pass, nothing is sent.
 		for range 5 {
@@ -240,7 +243,7 @@ func TestRunTakesOverADeadHoldersDrainLeaseAfterExpiry(t *testing.T) {
 			}
 		}
 		clk.Advance(10*time.Second + time.Millisecond)
-		waitFor(t, "the posting applied after the takeover", func() bool { return core.timesApplied("D1") == 1 })
+		waitFor(t, "the postings applied after the takeover", func() bool { return core.timesApplied("D1") == 1 && core.timesApplied("D0") == 1 })
 		if h, _ := obs[0].DrainLeaseHolder(ctx); !strings.HasPrefix(h, live.Prefix()) {
 			t.Fatalf("holder %q after the takeover", h)
 		}

@@ -309,7 +309,7 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		c, ok, err := o.claimPicked(ctx, InDoubt, owner, `SELECT ?`, id)
+		c, ok, err := o.claimPicked(ctx, InDoubt, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ?`, id) // not "SELECT ?": PostgreSQL types that parameter text
 		if err != nil {
 			return res, err
 		}

@@ -57,6 +57,9 @@ func TestThreeNodesSurviveASIGKILL(t *testing.T) {
 
 	root := t.TempDir()
 	logDir := filepath.Join(root, "logs")
+	if d := os.Getenv("ZCGW_MULTINODE_LOGS"); d != "" { // keep the nodes' logs past the test
+		logDir = d
+	}
 	must(t, os.MkdirAll(logDir, 0o755))
 	cfg := node.DefaultConfig()
 	cfg.Store = &node.StoreConfig{Kind: "postgres", URL: base, SchemaPrefix: prefix}
@@ -234,7 +237,18 @@ func TestThreeNodesSurviveASIGKILL(t *testing.T) {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("after %s: %d transfers not terminal, %d postings not applied\nnode 1:\n%s\nnode 3:\n%s", settle, open, busy, nodes[0].Tail(20), nodes[2].Tail(20))
+			var left []string
+			for bank, db := range adapters {
+				must(t, each(ctx, db, `SELECT status, COUNT(*) FROM AdapterOutbox WHERE status <> 'APPLIED' GROUP BY status`, func(r *sql.Rows) error {
+					var st string
+					var n int
+					err := r.Scan(&st, &n)
+					left = append(left, fmt.Sprintf("bank %s %s %d", bank, st, n))
+					return err
+				}))
+			}
+			t.Fatalf("after %s: %d transfers not terminal, %d postings not applied (%v); drain leases %v\nnode 1:\n%s\nnode 2:\n%s\nnode 3:\n%s",
+				settle, open, busy, left, drainHolders(t, stores, cfg), nodes[0].Tail(20), nodes[1].Tail(20), nodes[2].Tail(20))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
