@@ -16,5 +16,17 @@ var Schema string
 // path and applies Schema. Applying it again on an existing database is a
 // no-op, so every start calls this.
 func OpenCoordinator(ctx context.Context, path string) (*DB, error) {
-	return Open(ctx, path, Schema)
+	db, err := Open(ctx, path, Schema)
+	if err == nil && db.postgres {
+		// Several nodes write the coordinator at once on PostgreSQL. A
+		// write group that held a transfer's rows and then asked for the
+		// FinalitySeq row (every FinalityLog append does) deadlocked with
+		// another node's group that held FinalitySeq and asked for those
+		// rows (SQLSTATE 40P01). Taking FinalitySeq first in every write
+		// transaction gives all writers one lock order; it serialises the
+		// coordinator's writes across nodes, as SQLite's one writer does
+		// within one (docs/storage.md "Several nodes").
+		db.lockFirst = "SELECT next_seq FROM FinalitySeq WHERE id = 1 FOR UPDATE"
+	}
+	return db, err
 }

@@ -40,6 +40,11 @@ type DB struct {
 	stats Stats
 
 	postgres bool           // PostgreSQL (postgres.go) rather than SQLite
+	// lockFirst, when set, is run first in every write transaction: the
+	// coordinator's on PostgreSQL takes the FinalitySeq row lock, so that
+	// every writer of every node takes its locks in one order
+	// (OpenCoordinator).
+	lockFirst string
 	readOpts *sql.TxOptions // options of Read transactions
 
 	// Statements prepared once per pool, so a hot path does not re-parse
@@ -224,6 +229,12 @@ func (db *DB) run(ctx context.Context, pool *sql.DB, fn func(tx *Tx) error, writ
 			panic(p)
 		}
 	}()
+	if write && db.lockFirst != "" {
+		if _, err := tx.ExecContext(ctx, db.lockFirst); err != nil {
+			_ = stx.Rollback()
+			return fmt.Errorf("store: lock first: %w", err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		if rbErr := stx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("store: rollback: %w", rbErr))
