@@ -39,13 +39,13 @@ type DB struct {
 	r     *sql.DB
 	stats Stats
 
-	postgres bool           // PostgreSQL (postgres.go) rather than SQLite
+	postgres bool // PostgreSQL (postgres.go) rather than SQLite
 	// lockFirst, when set, is run first in every write transaction: the
 	// coordinator's on PostgreSQL takes the FinalitySeq row lock, so that
 	// every writer of every node takes its locks in one order
 	// (OpenCoordinator).
 	lockFirst string
-	readOpts *sql.TxOptions // options of Read transactions
+	readOpts  *sql.TxOptions // options of Read transactions
 
 	// Statements prepared once per pool, so a hot path does not re-parse
 	// and re-plan its SQL on every call (mattn/go-sqlite3 prepares every

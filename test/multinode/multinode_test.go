@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -303,6 +304,44 @@ func TestThreeNodesSurviveASIGKILL(t *testing.T) {
 	must(t, err)
 	for _, b := range rep.Breaks {
 		t.Errorf("chain break: %+v", b)
+	}
+
+	// A scheduled job fired on every node at once (as the three crons do
+	// at a slot's minute): four triggers per node race for one slot of
+	// timeout-sweep; exactly one runs it, the others are refused.
+	date := time.Now().In(clock.JST).Format(time.DateOnly)
+	var ran, refused int
+	var jobs sync.WaitGroup
+	for i := range 3 * 4 {
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			body := fmt.Sprintf(`{"business_date":%q,"slot":"00:01"}`, date)
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addrs[i%3]+"/internal/cron/timeout-sweep", bytes.NewReader([]byte(body)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Cron-Secret", cfg.CronSecret)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Errorf("trigger on node %d: %v", i%3+1, err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case resp.StatusCode == http.StatusOK:
+				ran++
+			case resp.StatusCode/100 == 4:
+				refused++
+			default:
+				t.Errorf("trigger on node %d: %d %s", i%3+1, resp.StatusCode, b)
+			}
+		}()
+	}
+	jobs.Wait()
+	if ran != 1 || refused != 3*4-1 {
+		t.Errorf("timeout-sweep slot 00:01 of %s: ran %d times, %d refused; want once and 11", date, ran, refused)
 	}
 
 	// Every job ran once per business date and slot: one original run
