@@ -125,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 	if cfg.DBPath == "" {
 		return nil, errors.New("adapter: Config.DBPath is required")
 	}
-	db, err := store.Open(ctx, cfg.DBPath, Schema)
+	db, err := OpenDB(ctx, cfg.DBPath)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", cfg.BankID, err)
 	}
@@ -137,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 	return a, nil
 }
 
-// New wires an Adapter on an already opened database (opened with Schema).
+// New wires an Adapter on an already opened database (opened by OpenDB).
 func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
 		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, inqWait: cfg.InquiryTimeout,

@@ -64,7 +64,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.Stderr, "zcgw outbox: no adapter database for bank %s at %s: %v\n", *bank, path, err)
 		return 1
 	}
-	db, err := store.Open(ctx, path, adapter.Schema)
+	db, err := adapter.OpenDB(ctx, path)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
 		return 1

@@ -76,7 +76,7 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 		if m == nil {
 			continue
 		}
-		adb, err := store.Open(ctx, filepath.Join(e.DataDir, de.Name()), adapter.Schema)
+		adb, err := adapter.OpenDB(ctx, filepath.Join(e.DataDir, de.Name()))
 		if err != nil {
 			fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
 			return 1
