@@ -229,6 +229,14 @@ func (a *Adapter) recordDrift(ctx context.Context, r ReconResult, source string)
 	return r, err
 }
 
+// driftCause is the cause of a drift's Case: the account (by its hash,
+// never the account number) and the signed amount, so each drift is its
+// own Case ("CAUSE:{bank}:RECON_DRIFT:{hash}:{drift}") and a drift seen
+// again joins its Case.
+func driftCause(accountHash string, drift int64) string {
+	return fmt.Sprintf("%s:%+d", accountHash, drift)
+}
+
 func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, error) {
 	if a.cases == nil {
 		return "", domainerr.New("INVARIANT_VIOLATION", "reconciliation drift found but no CaseOpener is configured",
@@ -245,6 +253,7 @@ func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, err
 		OpenedBy:      "BANK",
 		CausePartyID:  a.bank,
 		DetectionPath: "ADAPTER_RECON",
+		Cause:         driftCause(r.AccountHash, r.Drift),
 		Ref:           r.DriftID,
 		Account:       r.CoreAccount,
 		Amount:        amount,

@@ -94,22 +94,33 @@ type OpenRequest struct {
 	RelatedGtID   string
 	CausePartyID  string // who caused it, when known
 	DetectionPath string // where it was detected, when the cause is unknown
-	EvidenceRefs  []string
-	SLADeadline   time.Time // zero: now + the default SLA
+	// Cause tells one cause apart from the others of the same party (or
+	// path) and reason, when each is its own case (a reconciliation
+	// drift: the account and the amount): it ends the cause key. Empty:
+	// the party and the reason are the cause.
+	Cause        string
+	EvidenceRefs []string
+	SLADeadline  time.Time // zero: now + the default SLA
 }
 
-// CauseKey is the aggregation key 'CAUSE:{cause_party_id|detection_path}:{reason_code}',
-// or "" when neither a cause party nor a detection path is given (such a
+// CauseKey is the aggregation key 'CAUSE:{cause_party_id|detection_path}:{reason_code}'
+// (followed by ':{cause}' when Cause is given), or "" when neither a cause party nor a detection path is given (such a
 // case stands alone: aggregating on the reason code alone would bundle
 // unrelated causes).
 func (r OpenRequest) CauseKey() string {
+	var key string
 	switch {
 	case r.CausePartyID != "":
-		return "CAUSE:" + r.CausePartyID + ":" + r.ReasonCode
+		key = "CAUSE:" + r.CausePartyID + ":" + r.ReasonCode
 	case r.DetectionPath != "":
-		return "CAUSE:" + r.DetectionPath + ":" + r.ReasonCode
+		key = "CAUSE:" + r.DetectionPath + ":" + r.ReasonCode
+	default:
+		return ""
 	}
-	return ""
+	if r.Cause != "" {
+		key += ":" + r.Cause
+	}
+	return key
 }
 
 func (r OpenRequest) linkKey() string {
