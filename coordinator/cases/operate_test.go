@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 func listIDs(t *testing.T, db *store.DB, f Filter) ([]string, int64) {
@@ -23,7 +24,12 @@ func listIDs(t *testing.T, db *store.DB, f Filter) ([]string, int64) {
 }
 
 func TestListFiltersAndPages(t *testing.T) {
-	db := openDB(t)
+	storetest.Each(t, func(t *testing.T, bk storetest.Backend) {
+		testListFiltersAndPages(t, storetest.Open(t, bk, "zc", store.Schema))
+	})
+}
+
+func testListFiltersAndPages(t *testing.T, db *store.DB) {
 	clk := clock.NewManual(t0)
 	c := New(clk, nil, 0)
 	ctx := context.Background()
