@@ -26,9 +26,9 @@ const (
 	stDone
 )
 
-// IsRecordStart reports whether c starts a record (H, D or T): the
+// isRecordStart reports whether c starts a record (H, D or T): the
 // scanner resynchronises on it.
-func IsRecordStart(c byte) bool { return c == 'H' || c == 'D' || c == 'T' }
+func isRecordStart(c byte) bool { return c == 'H' || c == 'D' || c == 'T' }
 
 // Checker validates records in file context: one header first, details,
 // one trailer last.
@@ -163,7 +163,7 @@ func (c *Checker) Finish(size int64, line int64, last int) {
 
 func (c *Checker) scanner(r io.Reader, add func(*fixed.Error)) *recordio.Scanner {
 	c.report = add
-	sc := recordio.NewScanner(r, c.F.RecordLen, IsRecordStart, func(e *fixed.Error) {
+	sc := recordio.NewScanner(r, c.F.RecordLen, isRecordStart, func(e *fixed.Error) {
 		if e.Reason == fixed.ShortRecord {
 			c.Incomplete = true
 		}
