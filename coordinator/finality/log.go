@@ -168,7 +168,7 @@ func (l *Log) Append(ctx context.Context, tx *store.Tx, ev Event) (Entry, error)
 	return e, nil
 }
 
-// tip is a chain's last entry as this transaction appended it (Tx memo).
+// chainTipMemo is a chain's last entry as this transaction appended it.
 type chainTipMemo struct{ logID, hash string }
 
 // tipMemo is the Tx memo key of a chain's tip: a transaction that appends

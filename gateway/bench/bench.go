@@ -58,8 +58,9 @@ type Latency struct {
 
 // DBCost is one database's commits and SQL statements per settled
 // transfer. With WAL and synchronous=FULL every commit is one fsync of
-// the WAL. Statements are those the node ran through store.Tx on the
-// file (reads and writes, savepoints of group commits included).
+// the WAL. Statements are those run through store.Tx on the file (reads
+// and writes, savepoints of group commits included, and on zc.db the
+// bench's own few reads while it watches the run).
 type DBCost struct {
 	File                string  `json:"file"`
 	Commits             int64   `json:"commits"`

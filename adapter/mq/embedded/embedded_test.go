@@ -283,17 +283,17 @@ func TestGetOfAClaimedQueueByAnotherConnectionIsRefused(t *testing.T) {
 	}
 }
 
-// TestTransportCommitsCountsEveryConnection: Commits sums the commits of
+// TestTransportCommitsCountsEveryConnection: Stats().Commits sums the commits of
 // every connection on the queue file and keeps a closed connection's.
 func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 	ctx := context.Background()
 	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
-	if got := tr.Commits(); got != 0 {
+	if got := tr.Stats().Commits; got != 0 {
 		t.Fatalf("before any connection: %d commits", got)
 	}
 	a, b := mustConnect(t, tr), mustConnect(t, tr)
 	defer b.Close()
-	afterConnect := tr.Commits()
+	afterConnect := tr.Stats().Commits
 	if afterConnect < 2 {
 		t.Fatalf("two connects committed %d times, want >= 2 (each registers itself)", afterConnect)
 	}
@@ -301,7 +301,7 @@ func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa, _ := a.Session(ctx)
-	before := tr.Commits()
+	before := tr.Stats().Commits
 	for i := 0; i < 3; i++ {
 		if err := sa.Put(ctx, "POSTINGS", &mq.Message{Body: []byte("posting")}); err != nil {
 			t.Fatal(err)
@@ -310,14 +310,14 @@ func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := tr.Commits() - before; got < 3 {
+	if got := tr.Stats().Commits - before; got < 3 {
 		t.Fatalf("three committed puts: %d commits", got)
 	}
-	open := tr.Commits()
+	open := tr.Stats().Commits
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Commits(); got < open {
+	if got := tr.Stats().Commits; got < open {
 		t.Fatalf("closing a connection lost its commits: %d, had %d", got, open)
 	}
 }

@@ -110,9 +110,6 @@ func (t *Transport) Stats() store.Snapshot {
 	return n
 }
 
-// Commits is Stats().Commits.
-func (t *Transport) Commits() int64 { return t.Stats().Commits }
-
 var _ mq.Transport = (*Transport)(nil)
 
 // New returns a transport for the SQLite queue file at path (created on
