@@ -210,11 +210,17 @@ func printBench(w io.Writer, r bench.Report) {
 	for _, l := range r.ByLane {
 		fmt.Fprintf(w, "  %-16s %d settled, POST->SETTLED p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", l.Lane, l.Settled, l.PostToSettled.P50, l.PostToSettled.P99, l.PostToSettled.P999)
 	}
-	fmt.Fprintf(w, "commits per settled transfer (= fsyncs: WAL, synchronous=FULL):\n")
-	for _, d := range r.DBs {
-		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)
-	}
-	fmt.Fprintf(w, "  %-22s %8.2f\n", "all databases", r.CommitsPerTx)
+	printDBCosts(w, r)
 	fmt.Fprintf(w, "CPU                %.2f s per 1,000 transfers (user+sys of this process)\n", r.CPUPer1000)
 	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
+}
+
+// printDBCosts prints each database's commits (= fsyncs) and SQL
+// statements per settled transfer, and their sums.
+func printDBCosts(w io.Writer, r bench.Report) {
+	fmt.Fprintf(w, "per settled transfer     commits (= fsyncs: WAL, synchronous=FULL)   SQL statements\n")
+	for _, d := range r.DBs {
+		fmt.Fprintf(w, "  %-22s %8.2f  (%7d commits)  %9.1f  (%9d statements)\n", d.File, d.CommitsPerSettle, d.Commits, d.StatementsPerSettle, d.Statements)
+	}
+	fmt.Fprintf(w, "  %-22s %8.2f                     %9.1f\n", "all databases", r.CommitsPerTx, r.StmtsPerTx)
 }

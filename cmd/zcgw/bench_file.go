@@ -44,11 +44,7 @@ func printBenchFile(w io.Writer, r bench.FileReport) {
 	fmt.Fprintf(w, "bulk window        %.2fs (the bulk-window job: H reserved, transfers handed to the orchestrator)\n", r.WindowSeconds)
 	fmt.Fprintf(w, "settled            %d (cancelled %d) %.2fs after the done-marker: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.SettledSeconds, r.SettledPerSec)
 	fmt.Fprintf(w, "result file        %.2fs after the done-marker\n", r.ResultSeconds)
-	fmt.Fprintf(w, "commits per settled transfer (= fsyncs: WAL, synchronous=FULL):\n")
-	for _, d := range r.DBs {
-		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)
-	}
-	fmt.Fprintf(w, "  %-22s %8.2f\n", "all databases", r.CommitsPerTx)
+	printDBCosts(w, r.Report)
 	fmt.Fprintf(w, "CPU                %.2f s per 1,000 records (user+sys of this process, drop to settled)\n", r.CPUPer1000)
 	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
 }

@@ -72,6 +72,9 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 			return nil, fmt.Errorf("finality: insert %d first entries: %w", len(part), err)
 		}
 	}
+	for _, e := range out {
+		tx.SetMemo(tipMemo(e.ChainID()), chainTipMemo{e.LogID, e.EntryHash})
+	}
 	if l.AfterAppend != nil {
 		for _, e := range out {
 			if err := l.AfterAppend(ctx, tx, e); err != nil {

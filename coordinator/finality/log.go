@@ -159,6 +159,7 @@ func (l *Log) Append(ctx context.Context, tx *store.Tx, ev Event) (Entry, error)
 		}
 		return Entry{}, fmt.Errorf("finality: insert entry of chain %s: %w", e.ChainID(), err)
 	}
+	tx.SetMemo(tipMemo(e.ChainID()), chainTipMemo{e.LogID, e.EntryHash})
 	if l.AfterAppend != nil {
 		if err := l.AfterAppend(ctx, tx, e); err != nil {
 			return Entry{}, fmt.Errorf("finality: after-append hook for %s: %w", e.LogID, err)
@@ -167,8 +168,22 @@ func (l *Log) Append(ctx context.Context, tx *store.Tx, ev Event) (Entry, error)
 	return e, nil
 }
 
+// chainTipMemo is a chain's last entry as this transaction appended it.
+type chainTipMemo struct{ logID, hash string }
+
+// tipMemo is the Tx memo key of a chain's tip: a transaction that appends
+// several entries to one chain (a drive step of two transitions, a group
+// commit carrying several steps of one transfer) reads the tip once; the
+// later appends chain onto the entry the transaction itself wrote. The
+// fork guard (the unique index on the chain and prev_hash) still refuses
+// any entry whose prev_hash is not the chain's tip.
+func tipMemo(chainID string) string { return "finality.tip:" + chainID }
+
 // chainTip returns the entry_hash of the chain's last entry, or Genesis.
 func chainTip(ctx context.Context, tx *store.Tx, txid, gtid string) (string, error) {
+	if t, ok := tx.Memo(tipMemo(ChainIDOf(txid, gtid))); ok {
+		return t.(chainTipMemo).hash, nil
+	}
 	var q string
 	var args []any
 	switch {

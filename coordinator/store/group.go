@@ -10,8 +10,9 @@ import (
 
 // Group commit. Every Write goes through one writer per database: callers
 // queue, and while one group commits the next forms. A group runs its
-// callers' fns one after another in arrival order, each in its own
-// savepoint of one write transaction, and commits them with one fsync.
+// callers' fns one after another in arrival order in one write
+// transaction, each but the first in its own savepoint (runGroup), and
+// commits them with one fsync.
 // A lone caller runs without a savepoint, as a plain transaction. So the
 // commit rate stays at the disk's fsync rate while the work rate grows
 // with concurrency, and durability is unchanged: Write returns only after
@@ -85,9 +86,38 @@ func (db *DB) leadGroups() {
 			db.runAlone(group[0])
 			continue
 		}
+		db.runGroup(group)
+	}
+}
+
+// errFirstFailed rolls back a group's transaction when its first caller,
+// which runs without a savepoint, failed: nothing else was written yet.
+var errFirstFailed = errors.New("store: the first caller of the group failed")
+
+// runGroup commits group's callers in one transaction. The first caller
+// that runs needs no savepoint: if it fails, the transaction holds nothing
+// but its writes, so the whole transaction is rolled back and the rest of
+// the group runs in a new one (none of them ran yet: nothing runs twice).
+// Every later caller runs in its own savepoint, as the isolation of its
+// neighbours requires. This saves a SAVEPOINT and RELEASE per commit.
+func (db *DB) runGroup(group []*groupReq) {
+	for len(group) > 0 {
+		ran := 0 // callers of group this transaction got to
 		err := db.run(context.Background(), db.w, func(tx *Tx) error {
 			tx.shared = true
-			for _, r := range group {
+			clean := true // no caller has written in this transaction yet
+			for i, r := range group {
+				ran = i + 1
+				if clean {
+					if r.err = r.ctx.Err(); r.err != nil {
+						continue
+					}
+					if r.err = runBare(tx, r); r.err != nil || r.panic != nil {
+						return errFirstFailed
+					}
+					clean = false
+					continue
+				}
 				var fatal error
 				if r.err, fatal = runInSavepoint(tx, r); fatal != nil {
 					// The transaction may hold part of a failed caller's
@@ -98,6 +128,15 @@ func (db *DB) leadGroups() {
 			failpoint.Hit("store.before-group-commit")
 			return nil
 		}, true)
+		if errors.Is(err, errFirstFailed) {
+			// group[ran-1] failed alone; group[:ran-1] were cancelled
+			// before running. The rest start afresh.
+			for _, r := range group[:ran] {
+				close(r.done)
+			}
+			group = group[ran:]
+			continue
+		}
 		failpoint.Hit("store.after-group-commit")
 		for _, r := range group {
 			if err != nil && r.panic == nil {
@@ -105,7 +144,19 @@ func (db *DB) leadGroups() {
 			}
 			close(r.done)
 		}
+		return
 	}
+}
+
+// runBare runs r's fn directly in tx (no savepoint), recording a panic in
+// r.panic.
+func runBare(tx *Tx, r *groupReq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panic = p
+		}
+	}()
+	return r.fn(tx)
 }
 
 // runAlone runs a lone caller's fn as the whole transaction. As in a

@@ -259,7 +259,36 @@ type Tx struct {
 	// (SQLite would abandon the whole transaction, neighbours included).
 	shared bool
 	after  []func() // AfterCommit callbacks
+	// memo holds values this transaction read or wrote itself (Memo), so
+	// a later statement of the same transaction need not read them again.
+	memo map[string]any
 }
+
+// Memo returns the value remembered under key in this transaction
+// (SetMemo), if any. A memo lives as long as the transaction and no
+// longer, and every ROLLBACK TO a savepoint run through ExecContext (a
+// group-commit caller's failure, or a caller's own savepoint) drops all
+// of them, since the rolled-back statements may have written what they
+// remember. It is for values only this transaction can change while it
+// runs: the writer holds the database's write lock (SQLite) or the row's
+// lock after its UPDATE (PostgreSQL), or the value is the transaction's
+// own write.
+func (tx *Tx) Memo(key string) (any, bool) {
+	v, ok := tx.memo[key]
+	return v, ok
+}
+
+// SetMemo remembers v under key for the rest of the transaction (Memo).
+func (tx *Tx) SetMemo(key string, v any) {
+	if tx.memo == nil {
+		tx.memo = map[string]any{}
+	}
+	tx.memo[key] = v
+}
+
+// Forget drops the memo under key: call it after a statement that changes
+// what the memo holds.
+func (tx *Tx) Forget(key string) { delete(tx.memo, key) }
 
 // AfterCommit runs f after the transaction committed durably (never when it
 // rolls back, nor when the caller's part of a group commit is undone). f
@@ -297,9 +326,12 @@ func (tx *Tx) dialect(query string) string {
 	return query
 }
 
-// ExecContext runs a statement.
+// ExecContext runs a statement. A ROLLBACK TO drops every memo (Memo).
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.stats.Statements.Add(1)
+	if len(tx.memo) > 0 && strings.HasPrefix(query, "ROLLBACK") {
+		clear(tx.memo)
+	}
 	ctx = tx.detach(ctx)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)

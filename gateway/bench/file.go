@@ -184,7 +184,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 		return rep, err
 	}
 	dbs := databases(n)
-	before := commits(dbs)
+	before := counters(dbs)
 	cpu0, err := cpuTime()
 	if err != nil {
 		return rep, err
@@ -281,7 +281,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	after := commits(dbs)
+	after := counters(dbs)
 	if err := until("result file", func() (bool, int, error) {
 		ok, err := dropped(filedrop.StatusResulted)
 		return ok, o.Records, err
@@ -304,16 +304,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	}
 	rep.Seconds = rep.SettledSeconds
 	rep.SettledPerSec = float64(rep.Settled) / rep.Seconds
-	for _, d := range dbs {
-		c := after[d.name] - before[d.name]
-		cost := DBCost{File: d.name, Commits: c}
-		if rep.Settled > 0 {
-			cost.CommitsPerSettle = float64(c) / float64(rep.Settled)
-			cost.FsyncsPerSettle = cost.CommitsPerSettle
-			rep.CommitsPerTx += cost.CommitsPerSettle
-		}
-		rep.DBs = append(rep.DBs, cost)
-	}
+	rep.DBs, rep.CommitsPerTx, rep.StmtsPerTx = costs(dbs, before, after, rep.Settled)
 	rep.CPUPer1000 = (cpu1 - cpu0).Seconds() / float64(o.Records) * 1000
 	if rep.PeakRSSMB, err = peakRSSMB(); err != nil {
 		return rep, err

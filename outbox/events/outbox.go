@@ -75,8 +75,9 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *
 	chain := e.ChainID()
 	var last int64
 	var prevID string
-	err := tx.QueryRowContext(ctx, `SELECT event_seq, log_id FROM EventOutbox WHERE chain_id = ? ORDER BY event_seq DESC LIMIT 1`, chain).Scan(&last, &prevID)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if t, ok := tx.Memo(tipMemo(chain)); ok {
+		last, prevID = t.(tip).seq, t.(tip).logID
+	} else if err := tx.QueryRowContext(ctx, `SELECT event_seq, log_id FROM EventOutbox WHERE chain_id = ? ORDER BY event_seq DESC LIMIT 1`, chain).Scan(&last, &prevID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Row{}, fmt.Errorf("events: read tip of chain %s: %w", chain, err)
 	}
 	m := NewMessage(e, last+1, prevID, p)
@@ -95,8 +96,21 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt); err != nil {
 		return Row{}, fmt.Errorf("events: insert outbox row for %s (chain %s, event_seq %d): %w", e.LogID, chain, r.EventSeq, err)
 	}
+	tx.SetMemo(tipMemo(chain), tip{r.EventSeq, r.LogID})
 	return r, nil
 }
+
+// tip is a chain's last outbox row as this transaction inserted it.
+type tip struct {
+	seq   int64
+	logID string
+}
+
+// tipMemo is the Tx memo key of a chain's outbox tip: the second entry a
+// transaction appends to a chain takes its event_seq and causation from
+// the row the transaction itself inserted, not from a read of it (the
+// unique index on chain_id and event_seq still refuses a duplicate).
+func tipMemo(chain string) string { return "events.tip:" + chain }
 
 // NewMessage builds the event message of entry e as event seq of its chain;
 // prevMessageID is the chain's previous event (its causation), "" for the
