@@ -599,7 +599,15 @@ func TestIdempotencyKeysMatchCoordinator(t *testing.T) {
 	cols := func(db *store.DB) string {
 		var out string
 		err := db.Read(ctx, func(tx *store.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT name, type, "notnull", COALESCE(dflt_value,''), pk FROM pragma_table_info('IdempotencyKeys') ORDER BY cid`)
+			q := `SELECT name, type, "notnull", COALESCE(dflt_value,''), pk FROM pragma_table_info('IdempotencyKeys') ORDER BY cid`
+			if db.Postgres() { // both databases are on one backend: compare in its terms
+				q = `SELECT c.column_name, c.data_type, CASE WHEN c.is_nullable = 'NO' THEN 1 ELSE 0 END, COALESCE(c.column_default, ''),
+					CASE WHEN EXISTS (SELECT 1 FROM information_schema.key_column_usage k WHERE k.table_schema = c.table_schema
+						AND k.table_name = c.table_name AND k.column_name = c.column_name) THEN 1 ELSE 0 END
+					FROM information_schema.columns c WHERE c.table_schema = current_schema() AND c.table_name = 'idempotencykeys'
+					AND c.column_name <> 'rowid' ORDER BY c.ordinal_position`
+			}
+			rows, err := tx.QueryContext(ctx, q)
 			if err != nil {
 				return err
 			}

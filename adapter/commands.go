@@ -378,7 +378,7 @@ func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRe
 		legTx := LegTxID(req.GTID, req.LegID)
 		if req.Role == bankapi.RolePayer {
 			_, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, legTx, req.AccountHash, req.Amount.Value, "LEG-"+legTx)
-			if err != nil && isUniqueViolation(err) {
+			if store.IsUniqueViolation(err) {
 				return bankapi.CheckResponse{}, domainerr.New("STATE_GUARD", "this leg already holds a reservation",
 					map[string]any{"gtid": req.GTID, "leg_id": req.LegID})
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -98,8 +97,4 @@ func (a *Adapter) PullNotifications(ctx context.Context, limit int) ([]Notificat
 		a.log.InfoContext(ctx, "adapter.notifications_pulled", "count", len(out))
 	}
 	return out, nil
-}
-
-func isUniqueViolation(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }

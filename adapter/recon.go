@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -284,6 +285,9 @@ func (a *Adapter) DriftsPage(ctx context.Context, status string, after *Drift, l
 	var afterAt, afterID string
 	if after != nil {
 		afterAt, afterID = after.DetectedAt, after.DriftID
+	}
+	if limit < 0 { // all: PostgreSQL refuses a negative LIMIT, SQLite reads it as none
+		limit = math.MaxInt64
 	}
 	var out []Drift
 	err := a.db.Read(ctx, func(tx *store.Tx) error {

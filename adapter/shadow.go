@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -79,7 +78,7 @@ func (a *Adapter) OpenAccount(ctx context.Context, acct Account, openingBalance 
 		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAccounts
 			(account_hash, core_account, holder_name, status, opening_balance, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, acct.Hash, acct.CoreAccount, acct.HolderName, acct.Status, openingBalance, now, now)
-		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+		if store.IsUniqueViolation(err) {
 			return domainerr.New("STATE_GUARD", "account already registered", map[string]any{"account_hash": acct.Hash, "core_account": acct.CoreAccount})
 		}
 		if err != nil {
@@ -106,7 +105,7 @@ func (a *Adapter) RegisterAlias(ctx context.Context, psprRef, accountHash string
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAliases (pspr_ref, account_hash, created_at) VALUES (?, ?, ?)`,
 			psprRef, accountHash, a.now())
-		if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+		if store.IsUniqueViolation(err) {
 			return domainerr.New("STATE_GUARD", "pspr_ref already registered", map[string]any{"pspr_ref": psprRef})
 		}
 		if err != nil {
@@ -258,8 +257,8 @@ func (a *Adapter) AddScreeningEntry(ctx context.Context, entryType, value, reaso
 		return domainerr.New("MISSING_FIELD", "screening entry needs a value and a reason", map[string]any{"entry_type": entryType})
 	}
 	return a.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO AdapterScreening (entry_type, value, reason, added_at)
-			VALUES (?, ?, ?, ?)`, entryType, value, reason, a.now())
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterScreening (entry_type, value, reason, added_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT (entry_type, value) DO UPDATE SET reason = excluded.reason, added_at = excluded.added_at`, entryType, value, reason, a.now())
 		if err != nil {
 			return fmt.Errorf("adapter: add screening entry: %w", err)
 		}

@@ -16,6 +16,9 @@ import (
 // The totals stay derived data: each trigger runs inside the statement
 // that inserts, re-statuses or deletes a posting or its outbox row, so
 // they can never disagree with the outbox about what the core was told.
+// Each trigger has a SQLite form and a PostgreSQL form (a PL/pgSQL
+// function of the same name), built from the same statements
+// (store.ByBackend; test/storeconf checks both declare the same triggers).
 // TestShadowTotalsMatchTheirSums recomputes them from the rows
 // (shadowSumsSQL) after every kind of change.
 
@@ -35,12 +38,33 @@ func contrib(st, p, sign string) string {
 }
 
 const upsertTotals = `INSERT INTO AdapterShadowTotals (account_hash, applied, pending_debits, pending_credits, unsettled) `
-const addTotals = ` ON CONFLICT(account_hash) DO UPDATE SET applied = applied + excluded.applied,
-	pending_debits = pending_debits + excluded.pending_debits, pending_credits = pending_credits + excluded.pending_credits,
-	unsettled = unsettled + excluded.unsettled;`
 
-func trigger(name, on, body string) string {
-	return "CREATE TRIGGER IF NOT EXISTS " + name + " " + on + " BEGIN\n" + body + "\nEND;\n"
+// addTotals adds the proposed row to the kept one (its columns qualified:
+// PostgreSQL finds a bare name ambiguous beside excluded's).
+const addTotals = ` ON CONFLICT(account_hash) DO UPDATE SET applied = AdapterShadowTotals.applied + excluded.applied,
+	pending_debits = AdapterShadowTotals.pending_debits + excluded.pending_debits,
+	pending_credits = AdapterShadowTotals.pending_credits + excluded.pending_credits,
+	unsettled = AdapterShadowTotals.unsettled + excluded.unsettled;`
+
+// trigger declares an AFTER ... FOR EACH ROW trigger in both backends'
+// forms: SQLite's (body in the trigger) and PostgreSQL's (body in a
+// PL/pgSQL function of the same name, which the trigger executes). event
+// is "INSERT", "DELETE" or "UPDATE OF cols"; changed, when not empty,
+// lists the columns whose value must differ for the trigger to fire.
+func trigger(name, event, table string, changed []string, body string) string {
+	var liteWhen, pgWhen []string
+	for _, c := range changed {
+		liteWhen = append(liteWhen, "OLD."+c+" IS NOT NEW."+c)
+		pgWhen = append(pgWhen, "OLD."+c+" IS DISTINCT FROM NEW."+c)
+	}
+	lite := "CREATE TRIGGER IF NOT EXISTS " + name + " AFTER " + event + " ON " + table
+	pg := "CREATE OR REPLACE FUNCTION " + name + "() RETURNS trigger LANGUAGE plpgsql AS $fn$\nBEGIN\n" + body +
+		"\nRETURN NULL;\nEND\n$fn$;\nCREATE OR REPLACE TRIGGER " + name + " AFTER " + event + " ON " + table + " FOR EACH ROW"
+	if len(changed) > 0 {
+		lite += " WHEN " + strings.Join(liteWhen, " OR ")
+		pg += " WHEN (" + strings.Join(pgWhen, " OR ") + ")"
+	}
+	return store.ByBackend(lite+" BEGIN\n"+body+"\nEND;", pg+" EXECUTE FUNCTION "+name+"();")
 }
 
 // shadowSumsSQL is the sums recomputed from the rows, per account.
@@ -59,18 +83,18 @@ CREATE TABLE IF NOT EXISTS AdapterShadowTotals (
   unsettled       INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS AdapterShadowTotalsBuilt (id INTEGER PRIMARY KEY CHECK (id = 1));
-` + trigger("trg_shadow_posting_ins", "AFTER INSERT ON AdapterPostings",
+` + trigger("trg_shadow_posting_ins", "INSERT", "AdapterPostings", nil,
 	upsertTotals+`SELECT NEW.account_hash, `+contrib("o.status", "NEW", "")+` FROM AdapterOutbox o WHERE o.ref = NEW.ref GROUP BY o.ref`+addTotals) +
-	trigger("trg_shadow_posting_del", "AFTER DELETE ON AdapterPostings",
+	trigger("trg_shadow_posting_del", "DELETE", "AdapterPostings", nil,
 		upsertTotals+`SELECT OLD.account_hash, `+contrib("o.status", "OLD", "-")+` FROM AdapterOutbox o WHERE o.ref = OLD.ref GROUP BY o.ref`+addTotals) +
-	trigger("trg_shadow_posting_upd", "AFTER UPDATE OF ref, account_hash, direction, amount ON AdapterPostings",
+	trigger("trg_shadow_posting_upd", "UPDATE OF ref, account_hash, direction, amount", "AdapterPostings", nil,
 		upsertTotals+`SELECT OLD.account_hash, `+contrib("o.status", "OLD", "-")+` FROM AdapterOutbox o WHERE o.ref = OLD.ref GROUP BY o.ref`+addTotals+"\n"+
 			upsertTotals+`SELECT NEW.account_hash, `+contrib("o.status", "NEW", "")+` FROM AdapterOutbox o WHERE o.ref = NEW.ref GROUP BY o.ref`+addTotals) +
-	trigger("trg_shadow_outbox_ins", "AFTER INSERT ON AdapterOutbox",
+	trigger("trg_shadow_outbox_ins", "INSERT", "AdapterOutbox", nil,
 		upsertTotals+`SELECT p.account_hash, `+contrib("NEW.status", "p", "")+` FROM AdapterPostings p WHERE p.ref = NEW.ref GROUP BY p.account_hash`+addTotals) +
-	trigger("trg_shadow_outbox_del", "AFTER DELETE ON AdapterOutbox",
+	trigger("trg_shadow_outbox_del", "DELETE", "AdapterOutbox", nil,
 		upsertTotals+`SELECT p.account_hash, `+contrib("OLD.status", "p", "-")+` FROM AdapterPostings p WHERE p.ref = OLD.ref GROUP BY p.account_hash`+addTotals) +
-	trigger("trg_shadow_outbox_upd", "AFTER UPDATE OF status, ref ON AdapterOutbox WHEN OLD.status IS NOT NEW.status OR OLD.ref IS NOT NEW.ref",
+	trigger("trg_shadow_outbox_upd", "UPDATE OF status, ref", "AdapterOutbox", []string{"status", "ref"},
 		upsertTotals+`SELECT p.account_hash, `+contrib("OLD.status", "p", "-")+` FROM AdapterPostings p WHERE p.ref = OLD.ref GROUP BY p.account_hash`+addTotals+"\n"+
 			upsertTotals+`SELECT p.account_hash, `+contrib("NEW.status", "p", "")+` FROM AdapterPostings p WHERE p.ref = NEW.ref GROUP BY p.account_hash`+addTotals) +
 	upsertTotals + strings.Replace(shadowSumsSQL, "GROUP BY", "WHERE NOT EXISTS (SELECT 1 FROM AdapterShadowTotalsBuilt) GROUP BY", 1) + addTotals + `

@@ -69,12 +69,14 @@ func (c *Core) RunBatchFile(ctx context.Context, postingPath, resultPath string)
 	if vs.Header.BankCode != fmt.Sprintf("%04s", c.bank) {
 		return sum, fmt.Errorf("coresim: batch file %s is for bank %s, this core is %s", postingPath, vs.Header.BankCode, c.bank)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return sum, err
-	}
 	key := fmt.Sprintf("%s/%s/%d", vs.Header.BankCode, vs.Header.BusinessDate, vs.Header.FileSeq)
 	var result []byte
 	err = c.db.Write(ctx, func(tx *store.Tx) error {
+		// fn may run again (store.Write on PostgreSQL): start from the top.
+		sum.Records, sum.Applied, sum.Refused = 0, 0, 0
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
 		err := tx.QueryRowContext(ctx, `SELECT result FROM CoreBatchRuns WHERE run_key = ?`, key).Scan(&result)
 		if err == nil {
 			sum.Replayed = true

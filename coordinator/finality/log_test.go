@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -200,47 +199,6 @@ func TestAfterAppendRunsInTheSameTransaction(t *testing.T) {
 	}
 	if logs != 1 || outbox != 1 || entity != e.LogID || len(seen) != 1 {
 		t.Fatalf("logs=%d hook rows=%d (%s), want exactly the first entry %s and its hook row", logs, outbox, entity, e.LogID)
-	}
-}
-
-func TestConcurrentAppendsNeverForkAChain(t *testing.T) {
-	ctx := context.Background()
-	db := openDB(t)
-	l := New(clock.System{})
-	const workers, each = 16, 10
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				for _, ev := range []Event{
-					{TxID: "TX-HOT", Type: MisrecordCorrected, StateTo: "SETTLED", Payload: map[string]int{"w": w, "i": i}},
-					{Type: DnsIntradayCutoff, StateTo: "CUTOFF", Payload: map[string]int{"w": w, "i": i}},
-				} {
-					if err := db.Write(ctx, func(tx *store.Tx) error { _, err := l.Append(ctx, tx, ev); return err }); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, chain := range []string{"TX-HOT", GlobalChain} {
-		r, err := VerifyChain(ctx, db, chain)
-		if err != nil || !r.OK() || r.Entries != workers*each {
-			t.Fatalf("chain %s: %+v %v; want %d intact entries", chain, r, err, workers*each)
-		}
-	}
-	var distinctPrev, seqs, maxSeq int
-	if err := db.Read(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT COUNT(DISTINCT prev_hash), COUNT(DISTINCT event_seq), MAX(event_seq) FROM FinalityLog WHERE txid = 'TX-HOT' OR txid IS NULL").Scan(&distinctPrev, &seqs, &maxSeq)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if distinctPrev != 2*workers*each-1 || seqs != 2*workers*each || maxSeq != 2*workers*each { // both chains start at GENESIS
-		t.Fatalf("distinct prev=%d seqs=%d max=%d", distinctPrev, seqs, maxSeq)
 	}
 }
 

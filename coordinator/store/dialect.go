@@ -144,6 +144,18 @@ func IsUniqueViolation(err error) bool {
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed")
 }
 
+// isLockConflict reports whether err is PostgreSQL aborting a statement
+// to break a lock conflict with another transaction: a deadlock (SQLSTATE
+// 40P01) or a serialization failure (40001). The statement wrote nothing;
+// running it again after the other transaction ends succeeds. SQLite has
+// one writer and never reports either.
+func isLockConflict(err error) bool {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+	}
+	return false
+}
+
 // IndexedBy returns a table-name suffix that pins the index a query must
 // use, for the few queries whose best index SQLite's planner does not pick
 // without statistics (the GLOBAL chain tip: without the hint it walks

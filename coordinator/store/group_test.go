@@ -176,3 +176,64 @@ func afterCommitRunsOnlyForCommittedCallers(t *testing.T, b storetest.Backend) {
 		}
 	}
 }
+
+// Two processes lock two rows in opposite orders: PostgreSQL breaks the
+// deadlock by aborting one, whose Write is undone and run again once the
+// other has committed, so both Writes succeed and each increment lands
+// exactly once. (SQLite has one writer: the second Write waits.)
+func TestWriteRunsADeadlockVictimAgain(t *testing.T) {
+	pg, ok := storetest.Postgres(t)
+	if !ok {
+		t.Skip("no PostgreSQL server: SQLite cannot deadlock")
+	}
+	ctx := context.Background()
+	loc := pg.Location(t, "deadlock")
+	var dbs [2]*store.DB
+	for i := range dbs {
+		db, err := store.Open(ctx, loc, "CREATE TABLE IF NOT EXISTS r (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT OR IGNORE INTO r VALUES (1, 0), (2, 0);")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	var both sync.WaitGroup // each has locked its first row
+	both.Add(2)
+	var runs [2]int
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		first, second := 1+i, 2-i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = dbs[i].Write(ctx, func(tx *store.Tx) error {
+				runs[i]++
+				if _, err := tx.ExecContext(ctx, "UPDATE r SET n = n + 1 WHERE id = ?", first); err != nil {
+					return err
+				}
+				if runs[i] == 1 {
+					both.Done()
+					both.Wait()
+				}
+				_, err := tx.ExecContext(ctx, "UPDATE r SET n = n + 1 WHERE id = ?", second)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("writes: %v, %v", errs[0], errs[1])
+	}
+	if runs[0]+runs[1] < 3 {
+		t.Fatalf("fn runs %v: want a deadlock victim run again", runs)
+	}
+	for id := 1; id <= 2; id++ {
+		var n int
+		if err := dbs[0].Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, "SELECT n FROM r WHERE id = ?", id).Scan(&n)
+		}); err != nil || n != 2 {
+			t.Fatalf("row %d: n = %d (%v), want 2", id, n, err)
+		}
+	}
+}

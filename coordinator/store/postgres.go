@@ -24,7 +24,9 @@ import (
 // ? placeholders, and pgQuery rewrites it once per distinct query (cached)
 // into PostgreSQL's: $n placeholders, INSERT OR IGNORE as ON CONFLICT DO
 // NOTHING, no INDEXED BY hint, a IS NOT b as IS DISTINCT FROM, json_extract(col, '$.key') as
-// (col::jsonb ->> 'key'). The schema scripts are rewritten the same
+// (col::jsonb ->> 'key'), json_each(?) of a JSON array as
+// json_array_elements_text(?) (its column "value" is the element as text,
+// as SQLite's is for an array of strings). The schema scripts are rewritten the same
 // way by pgDDL (INTEGER is BIGINT: money and sequences are 64-bit; BLOB is
 // BYTEA; AUTOINCREMENT is an identity column; every table gains a last
 // column rowid, an identity, so that "ORDER BY ..., rowid" keeps meaning
@@ -94,7 +96,7 @@ func applyPostgresSchema(ctx context.Context, w *sql.DB, searchPath, schema stri
 		}
 	}
 	if schema != "" {
-		if _, err := tx.ExecContext(ctx, pgDDL(schema)); err != nil {
+		if _, err := tx.ExecContext(ctx, schemaFor(schema, true, pgDDL)); err != nil {
 			return fmt.Errorf("apply schema: %w", err)
 		}
 	}
@@ -169,6 +171,7 @@ var (
 	qReturning      = regexp.MustCompile(`(?is)\sRETURNING\s`)
 	qIsNot          = regexp.MustCompile(`(?i)\bIS\s+NOT\s+(\w+)`)
 	qJSONExtract    = regexp.MustCompile(`json_extract\(\s*([\w.]+)\s*,\s*'\$\.(\w+)'\s*\)`)
+	qJSONEach       = regexp.MustCompile(`(?i)\bjson_each\(`)
 )
 
 // pgQuery rewrites one SQLite-form query into PostgreSQL's form.
@@ -188,6 +191,7 @@ func pgQuery(q string) string {
 	}
 	out = qIndexedBy.ReplaceAllString(out, "")
 	out = qJSONExtract.ReplaceAllString(out, "(($1)::jsonb ->> '$2')")
+	out = qJSONEach.ReplaceAllString(out, "json_array_elements_text(")
 	out = nullSafe(out)
 	out = rebind(out)
 	pgQueries.Store(q, out)

@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestPgQueryRewritesSQLiteForms(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -14,6 +17,7 @@ func TestPgQueryRewritesSQLiteForms(t *testing.T) {
 		{"SELECT * FROM FinalityLog INDEXED BY idx_fl_global_seq WHERE txid IS NULL", "SELECT * FROM FinalityLog WHERE txid IS NULL"},
 		{"SELECT 1 FROM o WHERE r IS NOT s AND q IS NOT NULL", "SELECT 1 FROM o WHERE r IS DISTINCT FROM s AND q IS NOT NULL"},
 		{"SELECT json_extract(f.payload_json, '$.ref') FROM f", "SELECT ((f.payload_json)::jsonb ->> 'ref') FROM f"},
+		{"UPDATE q SET s = 1 WHERE id IN (SELECT value FROM json_each(?)) AND s = ?", "UPDATE q SET s = 1 WHERE id IN (SELECT value FROM json_array_elements_text($1)) AND s = $2"},
 	} {
 		if got := pgQuery(c.in); got != c.want {
 			t.Errorf("pgQuery(%q)\n got %q\nwant %q", c.in, got, c.want)
@@ -39,5 +43,28 @@ CREATE TABLE IF NOT EXISTS t (
 INSERT INTO t (id, amount) VALUES (1, 2) ON CONFLICT DO NOTHING;`
 	if got := pgDDL(in); got != want {
 		t.Fatalf("pgDDL\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestSchemaSectionsKeepTheirBackend(t *testing.T) {
+	schema := "CREATE TABLE a (x INTEGER);" + ByBackend("LITE 1;", "PG 1;") + "CREATE TABLE b (y INTEGER);" +
+		ByBackend("LITE 2;", "PG 2;")
+	lite := schemaFor(schema, false, func(s string) string { return s })
+	for _, want := range []string{"CREATE TABLE a (x INTEGER);", "LITE 1;", "CREATE TABLE b (y INTEGER);", "LITE 2;"} {
+		if !strings.Contains(lite, want) {
+			t.Errorf("SQLite form lacks %q:\n%s", want, lite)
+		}
+	}
+	if strings.Contains(lite, "PG") {
+		t.Errorf("SQLite form has PostgreSQL's section:\n%s", lite)
+	}
+	pg := schemaFor(schema, true, pgDDL)
+	for _, want := range []string{"x BIGINT", "PG 1;", "y BIGINT", "PG 2;"} {
+		if !strings.Contains(pg, want) {
+			t.Errorf("PostgreSQL form lacks %q:\n%s", want, pg)
+		}
+	}
+	if strings.Contains(pg, "LITE") || strings.Index(pg, "PG 1;") > strings.Index(pg, "y BIGINT") {
+		t.Errorf("PostgreSQL form has SQLite's section or is out of order:\n%s", pg)
 	}
 }

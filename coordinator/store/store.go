@@ -100,7 +100,7 @@ func Open(ctx context.Context, path, schema string) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	if schema != "" {
-		if _, err := w.ExecContext(ctx, schema); err != nil {
+		if _, err := w.ExecContext(ctx, schemaFor(schema, false, func(s string) string { return s })); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("store: apply schema to %s: %w", path, err)
 		}

@@ -493,6 +493,7 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 		return in, true, bad(fmt.Sprintf("answers %d details, the file had %d", sumry.Count, f.Records), nil)
 	}
 	err = x.cfg.DB.Write(ctx, func(tx *store.Tx) error {
+		in.Posted, in.Rejected = 0, 0 // fn may run again (store.Write on PostgreSQL)
 		now := clock.Stamp(x.cfg.Clock.Now())
 		entries, err := x.ob.FileEntries(ctx, tx, f.Key)
 		if err != nil {
