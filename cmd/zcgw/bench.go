@@ -267,6 +267,15 @@ func printBench(w io.Writer, r bench.Report) {
 	for _, l := range r.ByLane {
 		fmt.Fprintf(w, "  %-16s %d settled, POST->SETTLED p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", l.Lane, l.Settled, l.PostToSettled.P50, l.PostToSettled.P99, l.PostToSettled.P999)
 	}
+	printCommits(w, r)
+	fmt.Fprintf(w, "CPU                %.2f s per 1,000 transfers (user+sys of this process)\n", r.CPUPer1000)
+	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
+}
+
+// printCommits prints each database's commits per settled transfer: one
+// WAL fsync each on SQLite (synchronous=FULL), one WAL flush each on
+// PostgreSQL (synchronous_commit on).
+func printCommits(w io.Writer, r bench.Report) {
 	if strings.HasPrefix(r.Store, string(store.Postgres)) {
 		fmt.Fprintf(w, "commits per settled transfer (PostgreSQL: WAL flushes, synchronous_commit on):\n")
 	} else {
@@ -276,6 +285,4 @@ func printBench(w io.Writer, r bench.Report) {
 		fmt.Fprintf(w, "  %-22s %8.2f  (%d commits)\n", d.File, d.CommitsPerSettle, d.Commits)
 	}
 	fmt.Fprintf(w, "  %-22s %8.2f\n", "all databases", r.CommitsPerTx)
-	fmt.Fprintf(w, "CPU                %.2f s per 1,000 transfers (user+sys of this process)\n", r.CPUPer1000)
-	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
 }
