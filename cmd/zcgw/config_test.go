@@ -33,7 +33,7 @@ func TestConfigCheckMisspeltKafka(t *testing.T) {
 	bad := strings.Replace(good, `"kafka"`, `"kafak"`, 1)
 	os.WriteFile(path, []byte(bad), 0o600)
 	code, out, errs := zcgwIn(ctx, "--data", dir, "config", "check")
-	want := "zcgw config check: " + path + `:4:3: kafak: unknown field: did you mean "kafka"? (known: addr, allow_unauthenticated_ui, api_keys, banks, cron_secret, hmac, kafka, mq, store, workers)` + "\n"
+	want := "zcgw config check: " + path + `:4:3: kafak: unknown field: did you mean "kafka"? (known: addr, allow_unauthenticated_ui, api_keys, banks, cron_secret, files_root, hmac, kafka, mq, store, workers)` + "\n"
 	if code != 1 || out != "" || errs != want {
 		t.Fatalf("misspelt kafka: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errs, want)
 	}
