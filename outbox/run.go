@@ -41,6 +41,10 @@ type RunConfig struct {
 	// CaseSweepEvery is how often Run opens the Cases a crash left
 	// unopened (default 1s).
 	CaseSweepEvery time.Duration
+	// DrainLease is how long Run's drain lease lasts unrenewed (default
+	// DefaultDrainLease): how long a killed holder keeps this outbox from
+	// the other nodes. Run renews it every third of it.
+	DrainLease time.Duration
 	// Pipeline is how many passes Run keeps going at once (default 2):
 	// while one batch waits for the core's replies the next is claimed and
 	// sent (of other accounts: an account's head in flight is not
@@ -70,24 +74,96 @@ func (cfg RunConfig) withDefaults(clk clock.Clock) RunConfig {
 	if cfg.Pipeline <= 0 {
 		cfg.Pipeline = 2
 	}
+	if cfg.DrainLease <= 0 {
+		cfg.DrainLease = DefaultDrainLease
+	}
 	return cfg
 }
 
 // Run is the outbox's own loop: it moves postings to the core until ctx is
-// done. At start it takes back, at once, every claim an earlier start of
-// this node held (each becomes IN_DOUBT and is settled by an inquiry by
-// reference before anything is resent); claims of other owners wait for
-// their lease (RecoverExpiredClaims). Then it repeats Pass: fair across
-// accounts, one posting per account per pass, each bounded by the posting
-// timeout. When ctx is done it releases whatever claims it still holds, in
-// a context of its own, and returns nil.
+// done, while it holds the outbox's drain lease (one node at a time per
+// bank: AcquireDrainLease). Without the lease it waits, reading the lease
+// every Idle, and takes it once it is released, expired, or held by an
+// earlier start of this node. Holding it, it renews it every third of
+// DrainLease; a lease lost to another holder stops the passes (their
+// claims released as at a stop) and Run waits again.
+//
+// Under the lease: at start it takes back, at once, every claim an
+// earlier start of this node held (each becomes IN_DOUBT and is settled by
+// an inquiry by reference before anything is resent); claims of other
+// owners wait for their lease (RecoverExpiredClaims). Then it repeats
+// Pass: fair across accounts, one posting per account per pass, each
+// bounded by the posting timeout. When ctx is done it releases whatever
+// claims it still holds and the drain lease, in a context of its own, and
+// returns nil.
 func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 	if o.core == nil {
 		return errors.New("outbox: run: no Core configured")
 	}
 	cfg = cfg.withDefaults(o.clk)
 	owner := cfg.Identity.Owner(cfg.Worker)
+	waiting := ""
+	for ctx.Err() == nil {
+		holder, err := o.DrainLeaseHolder(ctx)
+		if err == nil && (holder == "" || holder == owner || cfg.Identity.IsEarlierSelf(holder)) {
+			var lease DrainLease
+			if lease, err = o.AcquireDrainLease(ctx, cfg.Identity, owner, cfg.DrainLease); err == nil {
+				o.log.InfoContext(ctx, "outbox.drain_lease_acquired", "owner", owner, "token", lease.Token)
+				waiting = ""
+				o.drainHeld(ctx, cfg, owner, lease)
+				continue
+			}
+			if held, ok := errors.AsType[*LeaseHeldError](err); ok {
+				holder, err = held.Holder, nil
+			}
+		}
+		switch {
+		case err != nil && ctx.Err() == nil:
+			o.log.WarnContext(ctx, "outbox.drain_lease_failed", "err", err.Error())
+		case err == nil && holder != waiting:
+			waiting = holder
+			o.log.InfoContext(ctx, "outbox.drain_lease_waiting", "holder", holder)
+		}
+		if !clock.Sleep(ctx, cfg.Idle) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// drainHeld runs the passes while lease is held: until ctx is done (then
+// it releases the lease) or the lease is lost.
+func (o *Outbox) drainHeld(ctx context.Context, cfg RunConfig, owner string, lease DrainLease) {
+	hctx, lost := context.WithCancel(ctx)
+	defer lost()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for clock.Sleep(hctx, cfg.DrainLease/3) {
+			next, err := o.RenewDrainLease(hctx, lease, cfg.DrainLease)
+			switch {
+			case errors.Is(err, ErrDrainLeaseLost):
+				o.log.WarnContext(hctx, "outbox.drain_lease_lost", "owner", owner, "token", lease.Token)
+				lost()
+				return
+			case err != nil:
+				if hctx.Err() != nil {
+					return
+				}
+				o.log.WarnContext(hctx, "outbox.drain_lease_renew_failed", "err", err.Error())
+				if !o.clk.Now().Before(lease.Until) { // expired unrenewed: another node may hold it now
+					o.log.WarnContext(hctx, "outbox.drain_lease_lost", "owner", owner, "token", lease.Token, "cause", "expired")
+					lost()
+					return
+				}
+			default:
+				lease = next
+			}
+		}
+	}()
 	defer func() {
+		lost()
+		<-renewed
 		rctx, cancel := o.detached(ctx)
 		defer cancel()
 		if n, err := o.ReleaseClaims(rctx, owner); err != nil {
@@ -95,15 +171,20 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 		} else if n > 0 {
 			o.log.WarnContext(rctx, "outbox.released", "owner", owner, "claims", n)
 		}
+		if ctx.Err() != nil { // a clean stop: the next node need not wait for expiry
+			if err := o.ReleaseDrainLease(rctx, lease); err != nil {
+				o.log.ErrorContext(rctx, "outbox.drain_lease_release_failed", "owner", owner, "err", err.Error())
+			}
+		}
 	}()
 	for {
-		_, err := o.TakeBack(ctx, cfg.Identity)
+		_, err := o.TakeBack(hctx, cfg.Identity)
 		if err == nil {
 			break
 		}
-		o.log.ErrorContext(ctx, "outbox.take_back_failed", "err", err.Error())
-		if !clock.Sleep(ctx, cfg.Backoff) {
-			return nil
+		o.log.ErrorContext(hctx, "outbox.take_back_failed", "err", err.Error())
+		if !clock.Sleep(hctx, cfg.Backoff) {
+			return
 		}
 	}
 	var wg sync.WaitGroup
@@ -111,12 +192,11 @@ func (o *Outbox) Run(ctx context.Context, cfg RunConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o.passLoop(ctx, cfg, owner, false)
+			o.passLoop(hctx, cfg, owner, false)
 		}()
 	}
-	o.passLoop(ctx, cfg, owner, true)
+	o.passLoop(hctx, cfg, owner, true)
 	wg.Wait()
-	return nil
 }
 
 // passLoop repeats passes until ctx is done; the lead loop also sweeps for

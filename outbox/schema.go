@@ -70,6 +70,18 @@ CREATE TABLE IF NOT EXISTS EntityStateLog (
 );
 CREATE INDEX IF NOT EXISTS idx_esl_entity   ON EntityStateLog(entity_type, entity_id, occurred_at);
 CREATE INDEX IF NOT EXISTS idx_esl_occurred ON EntityStateLog(occurred_at);
+
+-- Who drains this outbox (one bank's) now: one node at a time, so that
+-- several nodes on one shared database do not contend for the same heads
+-- (outbox/lease.go, docs/storage.md "Several nodes"). token grows at every
+-- change of holder; holder '' is released.
+CREATE TABLE IF NOT EXISTS OutboxDrainLease (
+  name       TEXT    PRIMARY KEY,
+  holder     TEXT    NOT NULL,     -- procid owner "<node>/<epoch>/<worker>", '' when released
+  token      INTEGER NOT NULL,
+  until      TEXT    NOT NULL,     -- sortable stamp: the holder's lease end
+  changed_at TEXT    NOT NULL
+);
 `
 
 // migrate adds the claim owner and lease columns and reported_status to an

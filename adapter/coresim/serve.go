@@ -93,6 +93,47 @@ func (c *Core) Claim(ctx context.Context, conn mq.Connection, cfg ServeConfig) (
 	return claim, nil
 }
 
+// ServeAsStandby is Serve for one of several nodes that run this core in
+// process on one shared queue manager and core database: exactly one of
+// them is the request queue's consumer. It claims the queue (Claim);
+// while another connection holds it (MQRC 2042) it tries again every
+// retry, and the holder's claim ends when it is released (a clean stop),
+// when its process is found dead on this host (at once), or when its
+// connection's lease runs out (a holder on another host). Then it serves
+// until ctx is done. It returns nil when ctx ends while it waits, and any
+// other claim error as it is.
+func (c *Core) ServeAsStandby(ctx context.Context, conn mq.Connection, cfg ServeConfig, retry time.Duration) error {
+	cfg = c.serveDefaults(cfg)
+	if retry <= 0 {
+		retry = time.Second
+	}
+	waiting := ""
+	for {
+		claim, err := c.Claim(ctx, conn, cfg)
+		if err == nil {
+			if waiting != "" {
+				c.log.InfoContext(ctx, "coresim.standby_took_over", "bank", c.bank, "queue", cfg.RequestQueue, "previous", waiting)
+			}
+			cfg.Claim = claim
+			return c.Serve(ctx, conn, cfg)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		inUse, ok := errors.AsType[*mq.InUseError](err)
+		if !ok {
+			return err
+		}
+		if h := inUse.Holder.String(); h != waiting {
+			waiting = h
+			c.log.InfoContext(ctx, "coresim.standby", "bank", c.bank, "queue", cfg.RequestQueue, "holder", h)
+		}
+		if !clock.Sleep(ctx, retry) {
+			return nil
+		}
+	}
+}
+
 // Serve takes requests off the core's request queue in arrival order, a
 // batch at a time (ServeConfig.Batch), and replies to each, until ctx is
 // done. A batch is one MQ unit of work (its gets and its replies) and one

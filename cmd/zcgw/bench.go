@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/gateway/bench"
 	"github.com/zcgw/zcgw/gateway/node"
 )
@@ -31,7 +32,7 @@ func init() {
 var benchBeforeCheck func(ctx context.Context, n *node.Node) error
 
 func benchUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R | --idle D [--max-idle-cpu P] | --file N] [--banks K] [--lanes EXPRESS=100] [--mq KIND] [--data DIR [--keep]] [--json] [--cpuprofile FILE]")
+	fmt.Fprintln(w, "usage: zcgw bench [-n N] [-c C | --rate R | --idle D [--max-idle-cpu P] | --file N] [--banks K] [--lanes EXPRESS=100] [--mq KIND] [--store postgres [--store-url URL]] [--data DIR [--keep]] [--json] [--cpuprofile FILE]")
 	fmt.Fprintln(w, "Starts a node in this process on a fresh data folder (a temporary one unless --data names an empty or")
 	fmt.Fprintln(w, "new folder; removed at the end unless --keep) with K banks (default 4), 3 funded accounts each, the")
 	fmt.Fprintln(w, "embedded MQ and synchronous=FULL, and drives it over HTTP as banks do: POST /api/transfers with the")
@@ -45,6 +46,9 @@ func benchUsage(w io.Writer) {
 	fmt.Fprintln(w, "database (each commit is one WAL fsync under synchronous=FULL), CPU seconds per 1,000 transfers and")
 	fmt.Fprintln(w, "peak RSS. Then the invariants: every transfer terminal, each account and bank's money conserved,")
 	fmt.Fprintln(w, "every posting applied exactly once at its core, every FinalityLog chain verifying.")
+	fmt.Fprintln(w, "--store postgres puts the node's databases in PostgreSQL (--store-url, default "+benchPostgres+"),")
+	fmt.Fprintln(w, "each in a schema of a fresh prefix bench_XXXXXXXX_ (zc, ingress_nonces, mq, adapter_001, core_001, …),")
+	fmt.Fprintln(w, "dropped at the end unless --keep; commits are then PostgreSQL commits (WAL flushes, synchronous_commit on).")
 	fmt.Fprintln(w, "--idle D (e.g. 20s) is the idle mode: the node runs D with no request (after 1s to finish its start) and")
 	fmt.Fprintln(w, "the report gives the CPU the process used over D (getrusage user+sys) in percent of one core; with")
 	fmt.Fprintln(w, "--max-idle-cpu P the run fails (exit 1) above P percent.")
@@ -69,10 +73,18 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	maxIdle := fs.Float64("max-idle-cpu", 0, "idle mode: fail above this percent of one core")
 	mqFlag := mqFlags(fs)
 	file := fs.Int("file", 0, "drop a generated N-record 総合振込 file instead of posting transfers")
+	storeKind := fs.String("store", string(store.SQLite), "where the node's databases live: sqlite (files in the data folder) or postgres")
+	storeURL := fs.String("store-url", "", "the PostgreSQL database of --store postgres (default "+benchPostgres+")")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	storeCfg, err := benchStore(*storeKind, *storeURL)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
+		return 2
+	}
 	mqCfg, err := mqFlag()
+	deploy := bench.Deployment{MQ: mqCfg, Store: storeCfg}
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
 		return 2
@@ -125,6 +137,25 @@ func runBench(ctx context.Context, e *env, args []string) int {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	if storeCfg != nil {
+		base := bench.Config(*banks)
+		if *file > 0 {
+			base = bench.FileConfig(*banks)
+		}
+		cfg := deploy.NodeConfig(base)
+		l := cfg.Locator(dir)
+		if *keep {
+			fmt.Fprintf(e.Stderr, "zcgw bench: schemas %s* in %s (kept)\n", l.Prefix, store.Redact(l.URL))
+		} else {
+			defer func() {
+				for _, comp := range cfg.Components() {
+					if err := l.Drop(context.WithoutCancel(ctx), comp); err != nil {
+						fmt.Fprintf(e.Stderr, "zcgw bench: dropping %s: %v\n", l.Name(comp), err)
+					}
+				}
+			}()
+		}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -139,9 +170,9 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		defer pprof.StopCPUProfile()
 	}
 	if *file > 0 {
-		return runBenchFile(ctx, e, dir, *file, *banks, *asJSON)
+		return runBenchFile(ctx, e, dir, deploy, *file, *banks, *asJSON)
 	}
-	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir, MQ: mqCfg,
+	rep, err := bench.Run(ctx, bench.Options{N: *n, Clients: *c, Rate: *rate, Lanes: ls, Banks: *banks, DataDir: dir, Deployment: deploy,
 		Progress: e.Stderr, BeforeCheck: benchBeforeCheck, Idle: *idle, MaxIdleCPU: *maxIdle})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {
@@ -166,6 +197,32 @@ func runBench(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.Stdout, "invariants held: %s (%d chains verified)\n", strings.Join(rep.Invariants, ", "), rep.ChainsVerified)
 	}
 	return 0
+}
+
+// benchPostgres is the database of --store postgres without --store-url:
+// the local server's postgres database (the run's schemas are dropped).
+const benchPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// benchStore is the store block of a run: nil for SQLite, or PostgreSQL
+// at url under a fresh schema prefix.
+func benchStore(kind, url string) (*node.StoreConfig, error) {
+	switch store.Kind(kind) {
+	case store.SQLite:
+		if url != "" {
+			return nil, errors.New("--store-url needs --store postgres")
+		}
+		return nil, nil
+	case store.Postgres:
+	default:
+		return nil, fmt.Errorf("--store %q: want sqlite or postgres", kind)
+	}
+	if url == "" {
+		url = benchPostgres
+	}
+	if p := store.CheckPostgresURL(url); p != "" {
+		return nil, fmt.Errorf("--store-url: %s", p)
+	}
+	return &node.StoreConfig{Kind: kind, URL: url, SchemaPrefix: "bench_" + strings.ToLower(mq.NewID().String()[:8]) + "_"}, nil
 }
 
 // dataGiven reports whether the user named the data folder: --data after
@@ -203,7 +260,7 @@ func printBench(w io.Writer, r bench.Report) {
 	if r.Rate > 0 {
 		mode = fmt.Sprintf("open loop, %.0f/s", r.Rate)
 	}
-	fmt.Fprintf(w, "zcgw bench: %d transfers (%s), %d banks, lanes %s\n", r.Transfers, mode, r.Banks, r.Lanes)
+	fmt.Fprintf(w, "zcgw bench: %d transfers (%s), %d banks, lanes %s, store %s\n", r.Transfers, mode, r.Banks, r.Lanes, r.Store)
 	fmt.Fprintf(w, "settled            %d (cancelled %d) in %.2fs: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.Seconds, r.SettledPerSec)
 	fmt.Fprintf(w, "POST latency       p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.Post.P50, r.Post.P99, r.Post.P999)
 	fmt.Fprintf(w, "POST->SETTLED      p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms\n", r.PostToSettled.P50, r.PostToSettled.P99, r.PostToSettled.P999)
@@ -215,10 +272,15 @@ func printBench(w io.Writer, r bench.Report) {
 	fmt.Fprintf(w, "peak RSS           %.1f MiB\n", r.PeakRSSMB)
 }
 
-// printDBCosts prints each database's commits (= fsyncs) and SQL
+// printDBCosts prints each database's commits (one WAL fsync each on
+// SQLite with synchronous=FULL, one WAL flush each on PostgreSQL) and SQL
 // statements per settled transfer, and their sums.
 func printDBCosts(w io.Writer, r bench.Report) {
-	fmt.Fprintf(w, "per settled transfer     commits (= fsyncs: WAL, synchronous=FULL)   SQL statements\n")
+	if strings.HasPrefix(r.Store, string(store.Postgres)) {
+		fmt.Fprintf(w, "per settled transfer     commits (PostgreSQL: WAL flushes, synchronous_commit on)   SQL statements\n")
+	} else {
+		fmt.Fprintf(w, "per settled transfer     commits (= fsyncs: WAL, synchronous=FULL)   SQL statements\n")
+	}
 	for _, d := range r.DBs {
 		fmt.Fprintf(w, "  %-22s %8.2f  (%7d commits)  %9.1f  (%9d statements)\n", d.File, d.CommitsPerSettle, d.Commits, d.StatementsPerSettle, d.Statements)
 	}

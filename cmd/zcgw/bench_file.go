@@ -11,8 +11,8 @@ import (
 )
 
 // runBenchFile is `zcgw bench --file N` (gateway/bench.RunFile).
-func runBenchFile(ctx context.Context, e *env, dir string, records, banks int, asJSON bool) int {
-	rep, err := bench.RunFile(ctx, bench.FileOptions{Records: records, Banks: banks, DataDir: dir, Progress: e.Stderr})
+func runBenchFile(ctx context.Context, e *env, dir string, deploy bench.Deployment, records, banks int, asJSON bool) int {
+	rep, err := bench.RunFile(ctx, bench.FileOptions{Records: records, Banks: banks, DataDir: dir, Deployment: deploy, Progress: e.Stderr})
 	var br *bench.Breach
 	if err != nil && !errors.As(err, &br) {
 		fmt.Fprintln(e.Stderr, "zcgw bench:", err)
@@ -39,7 +39,7 @@ func runBenchFile(ctx context.Context, e *env, dir string, records, banks int, a
 }
 
 func printBenchFile(w io.Writer, r bench.FileReport) {
-	fmt.Fprintf(w, "zcgw bench: a %d-record 総合振込 file (%d bytes) dropped by bank 001, %d banks\n", r.Records, r.FileBytes, r.Banks)
+	fmt.Fprintf(w, "zcgw bench: a %d-record 総合振込 file (%d bytes) dropped by bank 001, %d banks, store %s\n", r.Records, r.FileBytes, r.Banks, r.Store)
 	fmt.Fprintf(w, "accepted           %.2fs after the done-marker: %.0f records/s (every record a BULK transfer in RECEIVED)\n", r.AcceptedSeconds, r.AcceptedPerSec)
 	fmt.Fprintf(w, "bulk window        %.2fs (the bulk-window job: H reserved, transfers handed to the orchestrator)\n", r.WindowSeconds)
 	fmt.Fprintf(w, "settled            %d (cancelled %d) %.2fs after the done-marker: %.1f settled transfers/s\n", r.Settled, r.Cancelled, r.SettledSeconds, r.SettledPerSec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
+	"github.com/zcgw/zcgw/gateway/bench"
 	"github.com/zcgw/zcgw/gateway/node"
 )
 
@@ -144,5 +147,76 @@ func TestBenchIdleMode(t *testing.T) {
 	}
 	if code, _, errs := zcgwIn(context.Background(), "bench", "--max-idle-cpu", "2"); code != 2 || !strings.Contains(errs, "--max-idle-cpu needs --idle") {
 		t.Fatalf("--max-idle-cpu without --idle: exit %d\n%s", code, errs)
+	}
+}
+
+// TestBenchOnPostgres: --store postgres runs the node with every database
+// in a fresh set of PostgreSQL schemas, reports and checks as on SQLite,
+// and drops the schemas at the end; with --keep they stay, named on
+// stderr. A bad --store is refused (exit 2).
+func TestBenchOnPostgres(t *testing.T) {
+	if code, _, errs := zcgwIn(context.Background(), "bench", "--store", "mysql"); code != 2 || !strings.Contains(errs, `--store "mysql": want sqlite or postgres`) {
+		t.Fatalf("--store mysql: exit %d %s", code, errs)
+	}
+	if code, _, errs := zcgwIn(context.Background(), "bench", "--store", "postgres", "--store-url", "postgres://h/db?search_path=x"); code != 2 || !strings.Contains(errs, "--store-url: sets search_path") {
+		t.Fatalf("--store-url with search_path: exit %d %s", code, errs)
+	}
+	pg, ok := storetest.Postgres(t)
+	if !ok {
+		t.Skip("no PostgreSQL server")
+	}
+	dbURL := storetest.Locator(t, pg, t.TempDir()).URL
+	schemas := func(prefix string) int {
+		t.Helper()
+		db, err := sql.Open("pgx", dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM pg_namespace WHERE left(nspname, length($1)) = $1", prefix).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := schemas("bench_")
+	code, out, errs := zcgwIn(context.Background(), "bench", "-n", "12", "-c", "3", "--banks", "2", "--store", "postgres", "--store-url", dbURL, "--json")
+	if code != 0 {
+		t.Fatalf("zcgw bench --store postgres: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is no JSON: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(rep.Store, "postgres ") || rep.Settled != 12 || rep.ChainsVerified < 12 {
+		t.Errorf("report: %+v", rep)
+	}
+	files := map[string]int64{}
+	for _, d := range rep.DBs {
+		files[d.File] = d.Commits
+	}
+	for _, f := range []string{"zc", "ingress-nonces", "mq", "bank 001 adapter", "bank 001 core", "bank 002 core"} {
+		if files[f] <= 0 {
+			t.Errorf("database %s: %d commits in the report %v", f, files[f], files)
+		}
+	}
+	if after := schemas("bench_"); after != before {
+		t.Errorf("bench_ schemas: %d before, %d after the run (not dropped)", before, after)
+	}
+
+	code, _, errs = zcgwIn(context.Background(), "bench", "-n", "4", "-c", "2", "--banks", "2", "--store", "postgres", "--store-url", dbURL, "--keep")
+	_, rest, _ := strings.Cut(errs, "zcgw bench: schemas ")
+	prefix, _, _ := strings.Cut(rest, "*")
+	if code != 0 || !strings.HasPrefix(prefix, "bench_") {
+		t.Fatalf("--keep: exit %d\n%s", code, errs)
+	}
+	t.Cleanup(func() {
+		l := store.Locator{Kind: store.Postgres, URL: dbURL, Prefix: prefix}
+		for _, c := range (node.Config{Banks: []node.BankConfig{{BankID: "001"}, {BankID: "002"}}}).Components() {
+			l.Drop(context.Background(), c)
+		}
+	})
+	if n := schemas(prefix); n != 7 {
+		t.Errorf("--keep: %d schemas %s*, want 7 (zc, ingress_nonces, mq, two adapters, two cores)", n, prefix)
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +21,6 @@ import (
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/jobs/eod"
-	"github.com/zcgw/zcgw/jobs/ledger"
 )
 
 // zcgw cases: the back office's Case list and decisions (issue 11 item 3).
@@ -136,10 +133,14 @@ func runCases(ctx context.Context, e *env, args []string) int {
 var errNoZC = errors.New("no zc.db yet")
 
 func casesDB(ctx context.Context, e *env) (*store.DB, error) {
-	if _, err := os.Stat(ledger.Path(e.DataDir)); errors.Is(err, fs.ErrNotExist) {
+	zc, err := e.locate(ctx, store.CoordinatorDB)
+	if err != nil {
+		return nil, err
+	}
+	if !zc.Exists {
 		return nil, fmt.Errorf("%w in %s", errNoZC, e.DataDir)
 	}
-	return store.OpenCoordinator(ctx, ledger.Path(e.DataDir))
+	return store.OpenCoordinator(ctx, zc.Location)
 }
 
 func casesFail(e *env, verb string, err error) int {
@@ -329,11 +330,17 @@ func casesSettleDriftHere(ctx context.Context, e *env, id, drift, by, note strin
 	}); err != nil {
 		return out, err
 	}
-	path := filepath.Join(e.DataDir, "adapter-"+k.CausePartyID+".db")
-	if _, err := os.Stat(path); k.CausePartyID == "" || err != nil {
+	if k.CausePartyID == "" {
 		return out, fmt.Errorf("case %s (%s) names no bank with an adapter database in %s", id, k.ReasonCode, e.DataDir)
 	}
-	a, err := adapter.Open(ctx, adapter.Config{BankID: k.CausePartyID, DBPath: path})
+	adb, err := e.locate(ctx, store.AdapterDB(k.CausePartyID))
+	if err != nil {
+		return out, err
+	}
+	if !adb.Exists {
+		return out, fmt.Errorf("case %s (%s) names no bank with an adapter database in %s", id, k.ReasonCode, e.DataDir)
+	}
+	a, err := adapter.Open(ctx, adapter.Config{BankID: k.CausePartyID, DBPath: adb.Location})
 	if err != nil {
 		return out, err
 	}

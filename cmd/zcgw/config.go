@@ -86,8 +86,8 @@ func checkConfig(dir string) (string, error) {
 		if addr == "" {
 			addr = "127.0.0.1:8080 (default)"
 		}
-		parts = append(parts, fmt.Sprintf("%s %d bank(s) (%s), %d account(s), %d api key(s), addr %s, %s",
-			node.ConfigFile, len(c.Banks), strings.Join(ids, ", "), accounts, len(c.APIKeys), addr, kafka))
+		parts = append(parts, fmt.Sprintf("%s %d bank(s) (%s), %d account(s), %d api key(s), addr %s, %s, %s",
+			node.ConfigFile, len(c.Banks), strings.Join(ids, ", "), accounts, len(c.APIKeys), addr, kafka, c.StoreSummary(dir)))
 	}
 	jobsPath := filepath.Join(dir, scheduler.ConfigFileName)
 	if _, err := os.Stat(jobsPath); errors.Is(err, fs.ErrNotExist) {

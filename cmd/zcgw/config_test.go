@@ -33,7 +33,7 @@ func TestConfigCheckMisspeltKafka(t *testing.T) {
 	bad := strings.Replace(good, `"kafka"`, `"kafak"`, 1)
 	os.WriteFile(path, []byte(bad), 0o600)
 	code, out, errs := zcgwIn(ctx, "--data", dir, "config", "check")
-	want := "zcgw config check: " + path + `:4:3: kafak: unknown field: did you mean "kafka"? (known: addr, allow_unauthenticated_ui, api_keys, banks, cron_secret, hmac, kafka, mq, workers)` + "\n"
+	want := "zcgw config check: " + path + `:4:3: kafak: unknown field: did you mean "kafka"? (known: addr, allow_unauthenticated_ui, api_keys, banks, cron_secret, files_root, hmac, kafka, mq, store, workers)` + "\n"
 	if code != 1 || out != "" || errs != want {
 		t.Fatalf("misspelt kafka: exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errs, want)
 	}
@@ -43,7 +43,7 @@ func TestConfigCheckMisspeltKafka(t *testing.T) {
 	os.WriteFile(path, []byte(good), 0o600)
 	os.WriteFile(filepath.Join(dir, "jobs.json"), []byte(`{"jobs":{"eod":{"enabled":false}}}`), 0o600)
 	code, out, errs = zcgwIn(ctx, "--data", dir, "config", "check")
-	if code != 0 || !strings.HasPrefix(out, dir+": configuration OK: node.json 1 bank(s) (001), 1 account(s), 0 api key(s), addr 127.0.0.1:8080 (default), kafka 127.0.0.1:9092; jobs.json ") ||
+	if code != 0 || !strings.HasPrefix(out, dir+": configuration OK: node.json 1 bank(s) (001), 1 account(s), 0 api key(s), addr 127.0.0.1:8080 (default), kafka 127.0.0.1:9092, store sqlite (files in "+dir+"); jobs.json ") ||
 		strings.Count(out, "\n") != 1 || errs != "" {
 		t.Fatalf("good config: exit %d\n%s%s", code, out, errs)
 	}
@@ -54,5 +54,30 @@ func TestConfigCheckMisspeltKafka(t *testing.T) {
 	}
 	if code, _, _ := zcgwIn(ctx, "--data", dir, "config"); code != 2 {
 		t.Fatalf("config without check: exit %d", code)
+	}
+}
+
+// `zcgw config check` on a PostgreSQL store block: it names the database
+// and every component's schema, the password masked, and refuses a block
+// without its url by its path.
+func TestConfigCheckPostgresStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, node.ConfigFile)
+	doc := `{
+  "cron_secret": "s",
+  "banks": [{"bank_id": "001", "name": "Bank 001", "accounts": []}],
+  "store": {"kind": "postgres", "url": "postgres://zc:hunter2@db.example:5432/zcgw?sslmode=disable"}
+}
+`
+	os.WriteFile(path, []byte(doc), 0o600)
+	code, out, errs := zcgwIn(ctx, "--data", dir, "config", "check")
+	if code != 0 || strings.Contains(out, "hunter2") ||
+		!strings.Contains(out, "store postgres postgres://zc:xxxxx@db.example:5432/zcgw?sslmode=disable (schemas zc, ingress_nonces, mq, adapter_001, core_001); jobs.json absent") {
+		t.Fatalf("postgres store: exit %d\n%s%s", code, out, errs)
+	}
+	os.WriteFile(path, []byte(strings.Replace(doc, `, "url": "postgres://zc:hunter2@db.example:5432/zcgw?sslmode=disable"`, "", 1)), 0o600)
+	if code, out, errs := zcgwIn(ctx, "--data", dir, "config", "check"); code != 1 || out != "" || errs != "zcgw config check: "+path+": store.url: missing\n" {
+		t.Fatalf("store without url: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq"
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/formats/coremsg"
 	"github.com/zcgw/zcgw/gateway/node"
@@ -36,10 +37,10 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	fs := e.flagSet("coresim")
 	bank := fs.String("bank", "", "bank code, e.g. 001 (required)")
 	online := fs.String("online", "", "online windows in JST, HH:MM-HH:MM[,...] (default: always online)")
-	mqPath := fs.String("mq", "", "the queue manager: an embedded MQ queue file (default DATA/mq.db) or a broker URL amqp://user:password@host:port/")
+	mqPath := fs.String("mq", "", "the queue manager: an embedded MQ queue store (default: the data folder's, DATA/mq.db or node.json's store) or a broker URL amqp://user:password@host:port/")
 	mqKind := fs.String("mq-kind", node.MQRabbitMQ, "protocol for a broker URL: rabbitmq (AMQP 0-9-1) or amqp1 (AMQP 1.0)")
 	queuePrefix := fs.String("queue-prefix", "", "prefix of the core's queues, {bank} standing for the bank code (default "+coremsg.DefaultQueuePrefix+")")
-	dbPath := fs.String("db", "", "the core's own database (default DATA/core-BANK.db)")
+	dbPath := fs.String("db", "", "the core's own database, a file or a postgres:// URL (default: the data folder's, DATA/core-BANK.db or node.json's store)")
 	batchWin := fs.String("batch-window", "", "batch windows in JST, HH:MM-HH:MM[,...] (default: any time)")
 	runBatch := fs.String("run-batch", "", "process this overnight posting file, write --result, and exit")
 	result := fs.String("result", "", "result file for --run-batch")
@@ -66,6 +67,12 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw coresim: --run-batch needs --result")
 		return 2
 	}
+	stores, err := node.Stores(e.DataDir)
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
+		return 2
+	}
+	folderMQ, folderCore := stores.Location(store.MQDB), stores.Location(store.CoreDB(*bank))
 	broker := strings.HasPrefix(*mqPath, "amqp://") || strings.HasPrefix(*mqPath, "amqps://")
 	mqCfg := &node.MQConfig{Kind: node.MQEmbedded}
 	if broker {
@@ -74,7 +81,7 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 			mqCfg.Declare = "rabbitmq"
 		}
 	} else if *mqPath == "" {
-		*mqPath = filepath.Join(e.DataDir, "mq.db")
+		*mqPath = folderMQ
 	}
 	if *queuePrefix != "" {
 		mqCfg.Queues = &node.MQQueues{Prefix: *queuePrefix}
@@ -84,9 +91,9 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	if *dbPath == "" {
-		*dbPath = filepath.Join(e.DataDir, "core-"+*bank+".db")
+		*dbPath = folderCore
 	}
-	if !broker && (filepath.Clean(*mqPath) == filepath.Join(e.DataDir, "mq.db") || filepath.Clean(*dbPath) == filepath.Join(e.DataDir, "core-"+*bank+".db")) {
+	if !broker && (sameLocation(*mqPath, folderMQ) || sameLocation(*dbPath, folderCore)) {
 		if code, refused := refuseIfServed(e, "coresim", "runs bank "+*bank+"'s core on its queues itself (a second consumer would break exactly-once)"); refused {
 			return code
 		}
@@ -130,18 +137,18 @@ func runCoresim(ctx context.Context, e *env, args []string) int {
 	app := "zcgw coresim --bank " + *bank
 	var tr mq.Transport = embedded.New(*mqPath, embedded.Options{Logger: logger, App: app})
 	if broker {
-		tr, err = node.OpenTransport(mqCfg, e.DataDir, app, logger)
+		tr, err = node.OpenTransport(mqCfg, stores, app, logger)
 	}
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw coresim:", err)
 		return 1
 	}
 	qs := mqCfg.Naming().For(*bank)
-	where := *mqPath
+	where := store.Redact(*mqPath)
 	if broker {
 		where = mq.RedactURL(*mqPath)
 	}
-	return serveCore(ctx, e, core, tr, coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout}, *bank, where, *dbPath, logger)
+	return serveCore(ctx, e, core, tr, coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout}, *bank, where, store.Redact(*dbPath), logger)
 }
 
 // serveCore serves the core's request queue until ctx ends. A broken
@@ -189,4 +196,13 @@ func serveCore(ctx context.Context, e *env, core *coresim.Core, tr mq.Transport,
 			return 1
 		}
 	}
+}
+
+// sameLocation reports whether two database locations are one: two paths
+// to one file, or one URL.
+func sameLocation(a, b string) bool {
+	if store.IsPostgres(a) || store.IsPostgres(b) {
+		return a == b
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
 }

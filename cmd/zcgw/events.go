@@ -7,21 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/signing"
-	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/outbox/events"
 	"github.com/zcgw/zcgw/outbox/events/kafkapub"
 )
-
-// eventsDBName is the coordinator database under the data folder (the same
-// zc.db gateway/node opens).
-const eventsDBName = "zc.db"
 
 // zcgw events: the event outbox (outbox/events) and its Kafka publisher.
 func init() {
@@ -85,7 +79,7 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 		eventsUsage(e.Stderr)
 		return 2
 	}
-	db, err := store.OpenCoordinator(ctx, filepath.Join(e.DataDir, eventsDBName))
+	db, err := e.openCoordinator(ctx)
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw events:", err)
 		return 1

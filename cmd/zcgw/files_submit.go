@@ -10,15 +10,11 @@ import (
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
-	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/filetool"
 	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway/filedrop"
+	"github.com/zcgw/zcgw/gateway/node"
 )
-
-// coordinatorDBName is the coordinator database inside the data folder
-// (the same file jobs/ledger and `zcgw serve` use).
-const coordinatorDBName = "zc.db"
 
 func filesSubmitUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: zcgw files submit [--data DIR] [--zengin-code CODE] [--names strict|long-vowel] BANK FILE")
@@ -65,7 +61,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
 	}
-	db, err := store.OpenCoordinator(ctx, filepath.Join(e.DataDir, coordinatorDBName))
+	db, err := e.openCoordinator(ctx)
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
@@ -76,7 +72,12 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
 		return 2
 	}
-	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: e.DataDir,
+	nodeCfg, _, err := node.LoadConfig(e.DataDir) // files_root: the folders the node's watcher reads
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw files submit:", err)
+		return 2
+	}
+	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: nodeCfg.FilesDir(e.DataDir),
 		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code, Names: names}}}
 	bar := stderrIsTerminal(e)
 	if bar {

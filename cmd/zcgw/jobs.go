@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/gateway/node"
 	"github.com/zcgw/zcgw/jobs/jobcli"
@@ -33,6 +34,10 @@ func init() {
 			}
 			env := jobcli.Env{DataDir: e.DataDir, Stdout: e.Stdout, Stderr: e.Stderr, Clock: clock.System{}, Progress: progress,
 				JobLog: true, StderrIsTerminal: progress != nil, Open: openJobNode, Authorize: authorizeNode,
+				Ledger: func(dataDir string) (string, error) {
+					l, err := node.Stores(dataDir)
+					return l.Location(store.CoordinatorDB), err
+				},
 				Catalog: func(ctx context.Context, dataDir string) ([]string, error) {
 					return node.JobCatalog(ctx, dataDir, clock.System{})
 				}}

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -122,15 +119,18 @@ func modeShow(ctx context.Context, e *env, asJSON bool) int {
 		}
 		where = fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr)
 	default:
-		path := filepath.Join(e.DataDir, "zc.db")
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		zc, err := e.locate(ctx, store.CoordinatorDB)
+		if err != nil {
+			return modeFail(e, err)
+		}
+		if !zc.Exists {
 			// Nothing to read, and nothing is created: no node ever ran here.
 			v = sysmode.View{Modes: []sysmode.Mode{sysmode.Normal}, Writable: true,
 				Flags: []sysmode.FlagState{{Mode: sysmode.BCPReadOnly}, {Mode: sysmode.QuorumLossReadOnly}}}
-			where = e.DataDir + " (no zc.db yet: no node has run there)"
+			where = e.DataDir + " (no " + zc.Name + " yet: no node has run there)"
 			break
 		}
-		db, err := store.OpenCoordinator(ctx, path)
+		db, err := store.OpenCoordinator(ctx, zc.Location)
 		if err != nil {
 			return modeFail(e, err)
 		}
@@ -138,7 +138,7 @@ func modeShow(ctx context.Context, e *env, asJSON bool) int {
 		if err := db.Read(ctx, func(tx *store.Tx) (err error) { v, err = sysmode.ReadView(ctx, tx); return err }); err != nil {
 			return modeFail(e, err)
 		}
-		where = path + " (no node serves it)"
+		where = store.Redact(zc.Location) + " (no node serves it)"
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(v, "", "  ")
@@ -164,8 +164,10 @@ func modeBCP(ctx context.Context, e *env, on bool, by, reason string) int {
 			return modeFail(e, err)
 		}
 	} else {
-		if _, err := os.Stat(filepath.Join(e.DataDir, "zc.db")); errors.Is(err, fs.ErrNotExist) {
-			return modeFail(e, fmt.Errorf("%s has no zc.db: no node has run there, so there is no mode to change (start it once with zcgw serve)", e.DataDir))
+		if zc, err := e.locate(ctx, store.CoordinatorDB); err != nil {
+			return modeFail(e, err)
+		} else if !zc.Exists {
+			return modeFail(e, fmt.Errorf("%s has no %s: no node has run there, so there is no mode to change (start it once with zcgw serve)", e.DataDir, zc.Name))
 		}
 		ctl, closeFn, err := node.OpenModes(ctx, e.DataDir, clock.System{})
 		if err != nil {

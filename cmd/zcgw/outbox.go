@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/eod"
-	"github.com/zcgw/zcgw/jobs/ledger"
 	"github.com/zcgw/zcgw/jobs/workbook"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -59,12 +56,16 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw outbox: --bank is required")
 		return 2
 	}
-	path := filepath.Join(e.DataDir, "adapter-"+*bank+".db")
-	if _, err := os.Stat(path); err != nil {
-		fmt.Fprintf(e.Stderr, "zcgw outbox: no adapter database for bank %s at %s: %v\n", *bank, path, err)
+	adb, err := e.locate(ctx, store.AdapterDB(*bank))
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
 		return 1
 	}
-	db, err := adapter.OpenDB(ctx, path)
+	if !adb.Exists {
+		fmt.Fprintf(e.Stderr, "zcgw outbox: no adapter database for bank %s: %s does not exist\n", *bank, adb.Name)
+		return 1
+	}
+	db, err := adapter.OpenDB(ctx, adb.Location)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
 		return 1
@@ -147,7 +148,7 @@ func outboxSettleCase(ctx context.Context, e *env, ob *outbox.Outbox, id int64, 
 	} else if row.CaseID == "" {
 		return 0 // no Case: nothing more to do (and no zc.db to open)
 	}
-	zc, err := store.OpenCoordinator(ctx, ledger.Path(e.DataDir))
+	zc, err := e.openCoordinator(ctx)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "zcgw outbox %s: the posting moved, but its Case did not: %v\n", verb, err)
 		return 1

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -134,18 +131,21 @@ func readParams(ctx context.Context, e *env, bank string) ([]params.Value, strin
 		}
 		return l.Parameters, fmt.Sprintf("node %s (pid %d, addr %s)", info.Node, info.PID, info.Addr), nil
 	}
-	path := filepath.Join(e.DataDir, "zc.db")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	zc, err := e.locate(ctx, store.CoordinatorDB)
+	if err != nil {
+		return nil, "", err
+	}
+	if !zc.Exists {
 		if bank != "" {
-			return nil, "", fmt.Errorf("%s has no zc.db: no node has run there, so there are no participants (start it once with zcgw serve)", e.DataDir)
+			return nil, "", fmt.Errorf("%s has no %s: no node has run there, so there are no participants (start it once with zcgw serve)", e.DataDir, zc.Name)
 		}
 		var vs []params.Value
 		for _, d := range params.Defs() {
 			vs = append(vs, params.DefaultValue(d))
 		}
-		return vs, e.DataDir + " (no zc.db yet: every parameter has its default)", nil
+		return vs, e.DataDir + " (no " + zc.Name + " yet: every parameter has its default)", nil
 	}
-	db, err := store.OpenCoordinator(ctx, path)
+	db, err := store.OpenCoordinator(ctx, zc.Location)
 	if err != nil {
 		return nil, "", err
 	}
@@ -156,7 +156,7 @@ func readParams(ctx context.Context, e *env, bank string) ([]params.Value, strin
 	} else {
 		vs, err = params.List(ctx, db)
 	}
-	return vs, path + " (no node serves it)", err
+	return vs, store.Redact(zc.Location) + " (no node serves it)", err
 }
 
 func paramsList(ctx context.Context, e *env, bank string, asJSON bool) int {
@@ -277,8 +277,10 @@ func paramsSet(ctx context.Context, e *env, c params.Change, value, old string, 
 			return paramsFail(e, err)
 		}
 	} else {
-		if _, err := os.Stat(filepath.Join(e.DataDir, "zc.db")); errors.Is(err, fs.ErrNotExist) {
-			return paramsFail(e, fmt.Errorf("%s has no zc.db: no node has run there, so there is no ledger to change (start it once with zcgw serve)", e.DataDir))
+		if zc, err := e.locate(ctx, store.CoordinatorDB); err != nil {
+			return paramsFail(e, err)
+		} else if !zc.Exists {
+			return paramsFail(e, fmt.Errorf("%s has no %s: no node has run there, so there is no ledger to change (start it once with zcgw serve)", e.DataDir, zc.Name))
 		}
 		if c.Old, err = d.Parse(old); err != nil {
 			return paramsFail(e, err)

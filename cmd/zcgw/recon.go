@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"regexp"
 
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/jobs/eod"
-	"github.com/zcgw/zcgw/jobs/ledger"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -24,8 +21,6 @@ func init() {
 		Run:     runRecon,
 	})
 }
-
-var adapterDBName = regexp.MustCompile(`^adapter-([0-9]{3,4})\.db$`)
 
 func runRecon(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] != "apply" {
@@ -51,7 +46,12 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw recon apply: FILE is required")
 		return 2
 	}
-	db, err := store.OpenCoordinator(ctx, ledger.Path(e.DataDir))
+	cfg, stores, err := e.folderConfig()
+	if err != nil {
+		fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
+		return 1
+	}
+	db, err := store.OpenCoordinator(ctx, stores.Location(store.CoordinatorDB))
 	if err != nil {
 		fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
 		return 1
@@ -68,15 +68,18 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 			return 1
 		}
 	}
-	// Every bank's adapter database in the data folder (adapter-BBB.db).
+	// Every configured bank's adapter database that a node has created.
 	outboxes := map[string]*outbox.Outbox{}
-	entries, _ := os.ReadDir(e.DataDir)
-	for _, de := range entries {
-		m := adapterDBName.FindStringSubmatch(de.Name())
-		if m == nil {
+	for _, b := range cfg.Banks {
+		loc, err := locateIn(ctx, stores, store.AdapterDB(b.BankID))
+		if err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
+			return 1
+		}
+		if !loc.Exists {
 			continue
 		}
-		adb, err := adapter.OpenDB(ctx, filepath.Join(e.DataDir, de.Name()))
+		adb, err := adapter.OpenDB(ctx, loc.Location)
 		if err != nil {
 			fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
 			return 1
@@ -87,7 +90,7 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
 			return 1
 		}
-		outboxes[m[1]] = ob
+		outboxes[b.BankID] = ob
 	}
 	rep, err := eod.ApplyWorkbook(ctx, eod.ApplyConfig{DB: db, DataDir: e.DataDir, Outboxes: outboxes, Cases: cases.New(clock.System{}, nil, 0),
 		Operator: *by, Clock: clock.System{}}, file, want)

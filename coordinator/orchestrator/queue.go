@@ -124,7 +124,7 @@ func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) (out
 		now := o.clk.Now()
 		stamp := clock.Stamp(now)
 		rows, err := tx.QueryContext(ctx, `SELECT item_id, kind, txid, lane, attempts FROM OrchestratorQueue
-			WHERE status IN ('READY','CLAIMED') AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`, stamp, limit)
+			WHERE status IN ('READY','CLAIMED') AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`+tx.SkipLocked(), stamp, limit)
 		if err != nil {
 			return wrapDB("claim: select", err)
 		}
@@ -154,8 +154,11 @@ func (o *Orchestrator) claim(ctx context.Context, worker string, limit int) (out
 			if err != nil {
 				return wrapDB("claim", err)
 			}
-			// The writer is alone in this transaction: every row just
-			// selected is still due, so each must have been claimed.
+			// Every row just selected is still due, so each must have
+			// been claimed: on SQLite the writer is alone in this
+			// transaction; on PostgreSQL the SELECT locked the rows it
+			// returned and skipped those another node's claim holds
+			// (SkipLocked), so several nodes take disjoint items.
 			if n, err := res.RowsAffected(); err != nil || n != int64(len(out)) {
 				return wrapDB("claim", errors.Join(err, fmt.Errorf("claimed %d of %d due items", n, len(out))))
 			}

@@ -214,3 +214,21 @@ func (tx *Tx) ForUpdate() string {
 	}
 	return ""
 }
+
+// SkipLocked is the suffix of a SELECT that picks work items for a claim
+// in the same write transaction: the rows it returns are locked until the
+// transaction ends, and rows another writer has locked are skipped rather
+// than waited for, so concurrent claimers on several nodes take disjoint
+// items instead of queueing behind each other and then finding their
+// guarded UPDATE changed nothing.
+//
+// SQLite: "" (the write transaction is exclusive: one claimer at a time
+// sees every due row). PostgreSQL: " FOR UPDATE SKIP LOCKED". The query
+// it ends must read one table (no join, no aggregate: PostgreSQL refuses
+// FOR UPDATE on those), after its ORDER BY and LIMIT.
+func (tx *Tx) SkipLocked() string {
+	if tx.postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}

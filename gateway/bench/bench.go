@@ -28,8 +28,8 @@ type Options struct {
 	Lanes   []LaneShare // default EXPRESS=100
 	Banks   int         // default 4
 	DataDir string      // the node's data folder (fresh)
-	// MQ is the node's queue manager (nil: the embedded queue file).
-	MQ *node.MQConfig
+	// Deployment is the queue manager and the store of the run's node.
+	Deployment
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds the wait for every transfer to be terminal (default 2m).
@@ -77,6 +77,7 @@ type Report struct {
 	Rate           float64    `json:"rate,omitempty"`
 	Banks          int        `json:"banks"`
 	Lanes          string     `json:"lanes"`
+	Store          string     `json:"store"` // sqlite, or postgres URL (password masked) and schema prefix
 	Settled        int        `json:"settled"`
 	Cancelled      int        `json:"cancelled"`
 	Seconds        float64    `json:"seconds"`
@@ -150,8 +151,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	if o.Quiesce <= 0 {
 		o.Quiesce = 2 * time.Minute
 	}
-	cfg := Config(o.Banks)
-	cfg.MQ = o.MQ
+	cfg := o.NodeConfig(Config(o.Banks))
 	// The idle mode measures the node `zcgw serve` runs: with the job
 	// scheduler and the file-drop watcher (the load modes leave both off,
 	// so no cron job lands inside a measured run).
@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			err = fmt.Errorf("bench: close node: %w", cerr)
 		}
 	}()
-	rep = Report{Transfers: o.N, Clients: o.Clients, Rate: o.Rate, Banks: o.Banks, Lanes: laneString(o.Lanes), Started: time.Now().UTC()}
+	rep = Report{Transfers: o.N, Clients: o.Clients, Rate: o.Rate, Banks: o.Banks, Lanes: laneString(o.Lanes), Store: storeLabel(n), Started: time.Now().UTC()}
 	opening, err := positions(ctx, n)
 	if err != nil {
 		return rep, err
@@ -550,17 +550,32 @@ type namedDB struct {
 	stats func() store.Snapshot
 }
 
-// databases lists every database file of the node bench counts commits
-// of: the coordinator's, the ingress nonces, the embedded MQ's queue file,
-// the job ledger (a second handle on zc.db: its own commits, the same
-// WAL), and each bank's adapter and core.
+// storeLabel names where the node's databases are, the password masked.
+func storeLabel(n *node.Node) string {
+	if !n.Stores.Postgres() {
+		return string(store.SQLite)
+	}
+	return fmt.Sprintf("%s %s (schemas %s*)", store.Postgres, store.Redact(n.Stores.URL), n.Stores.Prefix)
+}
+
+// databases lists every database of the node bench counts commits of:
+// the coordinator's, the ingress nonces, the embedded MQ's queue store,
+// the job ledger (a second handle on the coordinator's database: its own
+// commits, the same WAL), and each bank's adapter and core. They are
+// named as files (zc.db) on SQLite, by component (zc) on PostgreSQL.
 func databases(n *node.Node) []namedDB {
 	of := func(db *store.DB) func() store.Snapshot { return db.Stats }
-	out := []namedDB{{"zc.db", of(n.DB)}, {"ingress-nonces.db", of(n.NonceDB)}}
-	if t, ok := n.Transport.(*embedded.Transport); ok { // a broker's commits are not ours to count
-		out = append(out, namedDB{"mq.db", t.Stats})
+	name := func(component string) string {
+		if n.Stores.Postgres() {
+			return component
+		}
+		return component + ".db"
 	}
-	out = append(out, namedDB{"zc.db job ledger", of(n.JobLedger.DB())})
+	out := []namedDB{{name(store.CoordinatorDB), of(n.DB)}, {name(store.NoncesDB), of(n.NonceDB)}}
+	if t, ok := n.Transport.(*embedded.Transport); ok { // a broker's commits are not ours to count
+		out = append(out, namedDB{name(store.MQDB), t.Stats})
+	}
+	out = append(out, namedDB{name(store.CoordinatorDB) + " job ledger", of(n.JobLedger.DB())})
 	ids := make([]string, 0, len(n.Banks))
 	for id := range n.Banks {
 		ids = append(ids, id)

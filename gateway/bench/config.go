@@ -70,6 +70,26 @@ func laneOf(lanes []LaneShare, i int) string {
 	return lanes[len(lanes)-1].Lane
 }
 
+// Deployment is what the node of a run is deployed on besides its data
+// folder: the queue manager and the store. A run of several nodes gives
+// each node the same Deployment.
+type Deployment struct {
+	// MQ is the node's queue manager (nil: the embedded queue store).
+	MQ *node.MQConfig
+	// Store is where the node's databases live (nil: SQLite files in the
+	// data folder). zcgw bench --store postgres gives it a fresh schema
+	// prefix of its own.
+	Store *node.StoreConfig
+}
+
+// NodeConfig is the one place a run builds its node's configuration: the
+// banks and keys of base (Config or FileConfig) on d's queue manager and
+// store.
+func (d Deployment) NodeConfig(base node.Config) node.Config {
+	base.MQ, base.Store = d.MQ, d.Store
+	return base
+}
+
 // accountsPerBank is how many funded customer accounts each bank has.
 const accountsPerBank = 3
 

@@ -25,6 +25,8 @@ type FileOptions struct {
 	Records int    // data records of the generated 総合振込 file
 	Banks   int    // default 4: bank 001 drops the file, the others are paid
 	DataDir string // the node's data folder (fresh)
+	// Deployment is the queue manager and the store of the run's node.
+	Deployment
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds each wait: for the file to be accepted, for every
@@ -149,7 +151,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	if o.Quiesce <= 0 {
 		o.Quiesce = 10 * time.Minute
 	}
-	cfg := FileConfig(o.Banks)
+	cfg := o.NodeConfig(FileConfig(o.Banks))
 	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg, WatchFiles: true, WatchEvery: 50 * time.Millisecond})
 	if err != nil {
 		return rep, fmt.Errorf("bench: start node: %w", err)
@@ -159,7 +161,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 			err = fmt.Errorf("bench: close node: %w", cerr)
 		}
 	}()
-	rep.Report = Report{Transfers: o.Records, Banks: o.Banks, Lanes: "BULK=100 (file)", Started: time.Now().UTC()}
+	rep.Report = Report{Transfers: o.Records, Banks: o.Banks, Lanes: "BULK=100 (file)", Store: storeLabel(n), Started: time.Now().UTC()}
 	rep.Records = o.Records
 	opening, err := positions(ctx, n)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 	"github.com/zcgw/zcgw/jobs"
 	"github.com/zcgw/zcgw/jobs/dns"
@@ -39,7 +40,7 @@ type DNSCycle struct {
 // and of the end-of-day job (eod.Register), each registered by its own
 // package.
 func (d *day) openScheduler() error {
-	led, err := ledger.Open(d.ctx, ledger.Path(d.dir), d.clk)
+	led, err := ledger.Open(d.ctx, d.n.Stores.Location(store.CoordinatorDB), d.clk)
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,18 @@ type fixture struct {
 
 func newFixture(t testing.TB, mod func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), clk: clock.NewManual(t0)}
+	dir := t.TempDir()
+	return newFixtureAt(t, dir, filepath.Join(dir, "zc.db"), mod)
+}
+
+// newFixtureAt is newFixture with the folders under dir and the
+// coordinator database at location (a SQLite file or a PostgreSQL
+// location of storetest).
+func newFixtureAt(t testing.TB, dir, location string, mod func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), dir: dir, clk: clock.NewManual(t0)}
 	var err error
-	if f.db, err = store.OpenCoordinator(f.ctx, filepath.Join(f.dir, "zc.db")); err != nil {
+	if f.db, err = store.OpenCoordinator(f.ctx, location); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.db.Close() })

@@ -187,9 +187,9 @@ func (l ledger) checkpointTx(ctx context.Context, tx *store.Tx, id string, throu
 			return fmt.Errorf("filedrop: record refusal: %w", err)
 		}
 	}
-	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FileDrops SET applied_through = MAX(applied_through, ?), updated_at = ?,
+	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FileDrops SET applied_through = CASE WHEN applied_through > ? THEN applied_through ELSE ? END, updated_at = ?,
 		refused_count = (SELECT COUNT(*) FROM FileDropRefusals WHERE drop_id = ?)
-		WHERE drop_id = ? AND status = ?`, through, now, id, id, StatusApplying))
+		WHERE drop_id = ? AND status = ?`, through, through, now, id, id, StatusApplying)) // CASE: SQLite's two-argument MAX is not PostgreSQL's
 	if err != nil {
 		return fmt.Errorf("filedrop: checkpoint %s: %w", id, err)
 	}

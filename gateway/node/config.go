@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/signing"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/formats/zengin"
 )
@@ -101,6 +104,150 @@ type Config struct {
 	// MQ chooses the queue manager between the adapters and the cores
 	// (nil: the embedded queue file DATA/mq.db). See mq.go.
 	MQ *MQConfig `json:"mq,omitempty"`
+	// Store chooses where the node's databases live (nil: SQLite files in
+	// the data folder). See StoreConfig.
+	Store *StoreConfig `json:"store,omitempty"`
+	// FilesRoot is the folder that holds the banks' file-drop folders
+	// (FILES_ROOT/banks/<bank_id>/inbound, ...; docs/filedrop.md): ""
+	// is the data folder, a relative path is taken from the data folder.
+	// Several nodes on one shared database name one shared folder here;
+	// the atomic rename into processing/ gives each dropped file to
+	// exactly one of them.
+	FilesRoot string `json:"files_root,omitempty"`
+}
+
+// FilesDir is the folder under which the node on dataDir keeps the
+// banks' file-drop folders (FilesRoot resolved).
+func (c Config) FilesDir(dataDir string) string {
+	switch {
+	case c.FilesRoot == "":
+		return dataDir
+	case filepath.IsAbs(c.FilesRoot):
+		return c.FilesRoot
+	}
+	return filepath.Join(dataDir, c.FilesRoot)
+}
+
+// StoreConfig is node.json's store block: where every database of the
+// node lives (docs/storage.md). Kind "sqlite" (the default) keeps one file
+// per component in the data folder. Kind "postgres" puts each component
+// in its own schema (zc, ingress_nonces, mq, adapter_001, core_001, …,
+// each after SchemaPrefix) of the database URL names; URLs moves a
+// component to a database of its own. The data folder keeps node-id,
+// node.lock, the signing key, the files and the logs either way.
+type StoreConfig struct {
+	Kind string `json:"kind"` // sqlite | postgres
+	// URL is the PostgreSQL database, postgres://user:password@host:port/db
+	// (no search_path: each component gets its schema).
+	URL string `json:"url,omitempty"`
+	// SchemaPrefix starts every schema name, to share one database
+	// between deployments.
+	SchemaPrefix string `json:"schema_prefix,omitempty"`
+	// URLs maps a component (zc, ingress-nonces, mq, adapter-001,
+	// core-001, …) to a database of its own; the others stay in URL.
+	URLs map[string]string `json:"urls,omitempty"`
+}
+
+// Locator is where the node on dataDir keeps each component's database
+// (store.Locator: the one owner of that answer).
+func (c Config) Locator(dataDir string) store.Locator {
+	l := store.Locator{Kind: store.SQLite, Dir: dataDir}
+	if s := c.Store; s != nil && store.Kind(s.Kind) == store.Postgres {
+		l.Kind, l.URL, l.Prefix, l.URLs = store.Postgres, s.URL, s.SchemaPrefix, s.URLs
+	}
+	return l
+}
+
+// Components lists the databases a node with this configuration opens
+// (store component names): the coordinator, the ingress nonces, the
+// embedded queue manager when it is the mq, and per bank its adapter and,
+// when simulated in the node, its core.
+func (c Config) Components() []string {
+	out := []string{store.CoordinatorDB, store.NoncesDB}
+	if c.MQ.kind() == MQEmbedded {
+		out = append(out, store.MQDB)
+	}
+	for _, b := range c.Banks {
+		out = append(out, store.AdapterDB(b.BankID))
+		if !b.external() {
+			out = append(out, store.CoreDB(b.BankID))
+		}
+	}
+	return out
+}
+
+// Stores is the Locator of a data folder as its node.json says (SQLite
+// when there is none): how a CLI command finds the databases of a folder
+// the way zcgw serve does.
+func Stores(dataDir string) (store.Locator, error) {
+	c, _, err := LoadConfig(dataDir)
+	if err != nil {
+		return store.Locator{}, err
+	}
+	return c.Locator(dataDir), nil
+}
+
+// StoreSummary describes the store block for command output, the
+// password masked: "sqlite files in DIR" or "postgres URL (schemas …)".
+func (c Config) StoreSummary(dataDir string) string {
+	l := c.Locator(dataDir)
+	if !l.Postgres() {
+		return "store sqlite (files in " + dataDir + ")"
+	}
+	var schemas []string
+	for _, comp := range c.Components() {
+		s := l.SchemaName(comp)
+		if _, own := l.URLs[comp]; own {
+			s += " in " + store.Redact(l.URLs[comp])
+		}
+		schemas = append(schemas, s)
+	}
+	return fmt.Sprintf("store postgres %s (schemas %s)", store.Redact(l.URL), strings.Join(schemas, ", "))
+}
+
+// validateStore checks the store block (nil is SQLite).
+func (c Config) validateStore(bad func(path, problem string, args ...any) error) error {
+	s := c.Store
+	if s == nil {
+		return nil
+	}
+	switch store.Kind(s.Kind) {
+	case store.SQLite:
+		switch {
+		case s.URL != "":
+			return bad("store.url", "only with kind postgres (sqlite keeps its files in the data folder)")
+		case s.SchemaPrefix != "":
+			return bad("store.schema_prefix", "only with kind postgres")
+		case len(s.URLs) > 0:
+			return bad("store.urls", "only with kind postgres")
+		}
+		return nil
+	case store.Postgres:
+	case "":
+		return bad("store.kind", "missing: sqlite or postgres")
+	default:
+		return bad("store.kind", "%q is not one of sqlite, postgres", s.Kind)
+	}
+	if p := store.CheckPostgresURL(s.URL); p != "" {
+		return bad("store.url", "%s", p)
+	}
+	if p := store.CheckSchemaPrefix(s.SchemaPrefix); p != "" {
+		return bad("store.schema_prefix", "%s", p)
+	}
+	known := map[string]bool{}
+	for _, comp := range c.Components() {
+		known[comp] = true
+	}
+	for _, comp := range slices.Sorted(maps.Keys(s.URLs)) {
+		u := s.URLs[comp]
+		if !known[comp] {
+			return bad("store.urls."+comp, "not a component of this node (%s)", strings.Join(c.Components(), ", "))
+		}
+		if p := store.CheckPostgresURL(u); p != "" {
+			return bad("store.urls."+comp, "%s", p)
+		}
+	}
+	return nil
 }
 
 // KafkaConfig is where the event fan-out publishes.
@@ -268,6 +415,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateMQ(bad); err != nil {
+		return err
+	}
+	if err := c.validateStore(bad); err != nil {
 		return err
 	}
 	if k := c.Kafka; k != nil && len(k.Brokers) == 0 && (k.DefaultTopic != "" || len(k.Topics) > 0) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
@@ -97,6 +98,39 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 		{"kafka topics without brokers", "kafka.brokers", "no broker", func(m map[string]any) {
 			m["kafka"] = map[string]any{"default_topic": "zc.events"}
 		}},
+		{"postgres store without url", "store.url", "missing", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres"}
+		}},
+		{"store without kind", "store.kind", "missing: sqlite or postgres", func(m map[string]any) {
+			m["store"] = map[string]any{"url": "postgres://h/db"}
+		}},
+		{"unknown store kind", "store.kind", `"mysql" is not one of sqlite, postgres`, func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "mysql"}
+		}},
+		{"misspelt store key", "store.uri", `unknown field: did you mean "url"?`, func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "uri": "postgres://h/db"}
+		}},
+		{"store url not postgres", "store.url", "not a postgres:// or postgresql:// URL", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "mysql://h/db"}
+		}},
+		{"store url without database", "store.url", "names no database", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "postgres://u:pw@h:5432/"}
+		}},
+		{"store url with search_path", "store.url", "sets search_path", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "postgres://h/db?search_path=x"}
+		}},
+		{"sqlite store with url", "store.url", "only with kind postgres", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "sqlite", "url": "postgres://h/db"}
+		}},
+		{"bad schema prefix", "store.schema_prefix", "is not one of", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "postgres://h/db", "schema_prefix": "Zc-"}
+		}},
+		{"store url for an unknown component", "store.urls.adapter-009", "not a component of this node (zc, ingress-nonces, mq, adapter-001, core-001, adapter-002, core-002)", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "postgres://h/db", "urls": map[string]any{"adapter-009": "postgres://h2/db"}}
+		}},
+		{"bad component url", "store.urls.core-001", "names no database", func(m map[string]any) {
+			m["store"] = map[string]any{"kind": "postgres", "url": "postgres://h/db", "urls": map[string]any{"core-001": "postgres://h2"}}
+		}},
 	}
 	for _, c := range cases {
 		dir := writeConfig(t, c.edit)
@@ -173,4 +207,60 @@ func FuzzNodeConfig(f *testing.F) {
 			t.Fatalf("decoded %+v, encoding/json %+v (%v)", c, std, err)
 		}
 	})
+}
+
+// The store block chooses where every component's database lives: SQLite
+// files in the data folder by default, one schema per component of one
+// PostgreSQL database, or a database of its own for a component; the
+// password never shows in what the node prints.
+func TestStoreBlockLocatesEveryComponent(t *testing.T) {
+	dir := writeConfig(t, nil)
+	l, err := Stores(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Postgres() || l.Location(store.CoordinatorDB) != filepath.Join(dir, "zc.db") || l.Location(store.AdapterDB("001")) != filepath.Join(dir, "adapter-001.db") ||
+		l.Location(store.CoreDB("002")) != filepath.Join(dir, "core-002.db") || l.Location(store.MQDB) != filepath.Join(dir, "mq.db") ||
+		l.Location(store.NoncesDB) != filepath.Join(dir, "ingress-nonces.db") {
+		t.Fatalf("sqlite locations: %+v", l)
+	}
+	if l, err := Stores(t.TempDir()); err != nil || l.Postgres() {
+		t.Fatalf("a folder without node.json is SQLite: %+v %v", l, err)
+	}
+
+	const secret = "s3cr3t-pw"
+	dir = writeConfig(t, func(m map[string]any) {
+		m["store"] = map[string]any{"kind": "postgres", "url": "postgres://zc:" + secret + "@db.example:5432/zcgw?sslmode=disable",
+			"schema_prefix": "east_", "urls": map[string]any{"core-002": "postgresql://core:" + secret + "@cores.example/cores"}}
+	})
+	c, _, err := LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = c.Locator(dir)
+	for comp, want := range map[string]string{
+		store.CoordinatorDB:    "postgres://zc:" + secret + "@db.example:5432/zcgw?search_path=east_zc&sslmode=disable",
+		store.NoncesDB:         "postgres://zc:" + secret + "@db.example:5432/zcgw?search_path=east_ingress_nonces&sslmode=disable",
+		store.MQDB:             "postgres://zc:" + secret + "@db.example:5432/zcgw?search_path=east_mq&sslmode=disable",
+		store.AdapterDB("001"): "postgres://zc:" + secret + "@db.example:5432/zcgw?search_path=east_adapter_001&sslmode=disable",
+		store.CoreDB("002"):    "postgresql://core:" + secret + "@cores.example/cores?search_path=east_core_002",
+	} {
+		if got := l.Location(comp); got != want {
+			t.Errorf("%s: %s, want %s", comp, got, want)
+		}
+		if strings.Contains(l.Describe(comp), secret) || strings.Contains(l.Name(comp), secret) {
+			t.Errorf("%s: the password shows: %s / %s", comp, l.Describe(comp), l.Name(comp))
+		}
+	}
+	sum := c.StoreSummary(dir)
+	if strings.Contains(sum, secret) || !strings.Contains(sum, "store postgres postgres://zc:xxxxx@db.example:5432/zcgw?sslmode=disable (schemas east_zc, east_ingress_nonces, east_mq, east_adapter_001, east_core_001, east_adapter_002, east_core_002 in postgresql://core:xxxxx@cores.example/cores)") {
+		t.Errorf("summary: %s", sum)
+	}
+	// A bad URL is refused without echoing the password.
+	dir = writeConfig(t, func(m map[string]any) {
+		m["store"] = map[string]any{"kind": "postgres", "url": "postgres://zc:" + secret + "@db.example:99999x/zcgw"}
+	})
+	if _, _, err := LoadConfig(dir); err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "store.url: not a URL") {
+		t.Errorf("bad url: %v", err)
+	}
 }

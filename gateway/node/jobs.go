@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sort"
 
@@ -54,7 +53,11 @@ func JobCatalog(ctx context.Context, dataDir string, clk clock.Clock) ([]string,
 	if clk == nil {
 		clk = clock.System{}
 	}
-	db, err := store.OpenCoordinator(ctx, filepath.Join(dataDir, "zc.db"))
+	stores, err := Stores(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.OpenCoordinator(ctx, stores.Location(store.CoordinatorDB))
 	if err != nil {
 		return nil, err
 	}

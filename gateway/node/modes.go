@@ -18,7 +18,8 @@ import (
 // OpenModes opens the mode controller of a data folder no node serves, for
 // an operator command run in this process: it takes the folder's node lock
 // (so a `zcgw serve` started meanwhile is refused until close; a served
-// folder is refused with procid.ErrServed naming the node), opens zc.db
+// folder is refused with procid.ErrServed naming the node), opens the
+// coordinator's database (where node.json's store block says)
 // and appends through a FinalityLog carrying the event-outbox hook, as the
 // node's own log does, so a mode change made here reaches EventOutbox like
 // one made through the node. close releases everything.
@@ -34,7 +35,7 @@ func OpenModes(ctx context.Context, dataDir string, clk clock.Clock) (ctl *sysmo
 }
 
 // openOperator takes the node lock of a data folder no node serves, opens
-// its zc.db and a FinalityLog carrying the event-outbox hook (OpenModes,
+// its coordinator database and a FinalityLog carrying the event-outbox hook (OpenModes,
 // OpenParams). close releases everything.
 func openOperator(ctx context.Context, dataDir string, clk clock.Clock) (db *store.DB, log *finality.Log, close func() error, err error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
@@ -45,7 +46,12 @@ func openOperator(ctx context.Context, dataDir string, clk clock.Clock) (db *sto
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	db, err = store.OpenCoordinator(ctx, filepath.Join(dataDir, "zc.db"))
+	stores, err := Stores(dataDir)
+	if err != nil {
+		lock.Close()
+		return nil, nil, nil, err
+	}
+	db, err = store.OpenCoordinator(ctx, stores.Location(store.CoordinatorDB))
 	if err != nil {
 		lock.Close()
 		return nil, nil, nil, err

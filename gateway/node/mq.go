@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq/embedded"
 	"github.com/zcgw/zcgw/adapter/mq/rabbit"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/coremsg"
 )
 
@@ -155,13 +155,14 @@ func checkQueueName(name string) error {
 }
 
 // OpenTransport returns the queue manager the mq block names (nil: the
-// embedded queue file under dataDir); app names the connections. It is
+// embedded queue store stores locates, store.MQDB); app names the
+// connections. It is
 // the one place a transport is chosen: `zcgw serve`, `zcgw coresim`,
 // `zcgw demo` and `zcgw bench` all come here. The
 // embedded queue manager's connection leases and heartbeats measure real
 // elapsed time (its tickers are real), so it runs on the system clock even
 // when the node's business clock is a manual one.
-func OpenTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Transport, error) {
+func OpenTransport(m *MQConfig, stores store.Locator, app string, log *slog.Logger) (mq.Transport, error) {
 	switch m.kind() {
 	case MQRabbitMQ:
 		return rabbit.New(m.URL, rabbit.Options{Logger: log, App: app, PollInterval: 5 * time.Millisecond}), nil
@@ -172,11 +173,16 @@ func OpenTransport(m *MQConfig, dataDir, app string, log *slog.Logger) (mq.Trans
 		}
 		return amqp1.New(m.URL, o), nil
 	case MQEmbedded:
-		return embedded.New(filepath.Join(dataDir, "mq.db"), embedded.Options{Clock: clock.System{}, Logger: log,
+		return embedded.New(stores.Location(store.MQDB), embedded.Options{Clock: clock.System{}, Logger: log,
 			PollInterval: 5 * time.Millisecond, App: app}), nil
 	}
 	return nil, fmt.Errorf("node: mq.kind %q is not supported", m.Kind)
 }
+
+// standbyRetry is how often a standby core tries to claim its request
+// queue (PostgreSQL store): with a dead holder on this host the claim
+// succeeds at the first try after its death.
+const standbyRetry = 500 * time.Millisecond
 
 // startCore runs a bank's simulated core in process, serving its request
 // queue, unless node.json says the core is external.
@@ -186,7 +192,7 @@ func (n *Node) startCore(ctx context.Context, b *Bank, bc BankConfig, opts Optio
 		return nil
 	}
 	var err error
-	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: filepath.Join(opts.DataDir, "core-"+bc.BankID+".db"), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+	if b.Core, err = coresim.Open(ctx, coresim.Config{Bank: bc.BankID, DBPath: n.Stores.Location(store.CoreDB(bc.BankID)), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return err
 	}
 	c.add(b.Core.Close)
@@ -200,6 +206,18 @@ func (n *Node) startCore(ctx context.Context, b *Bank, bc BankConfig, opts Optio
 	// process is gone; the short retry covers a process still exiting.
 	qs := n.Config.MQ.Naming().For(bc.BankID)
 	serve := coresim.ServeConfig{RequestQueue: qs.Request, BackoutQueue: qs.Backout} // woken by the link's commits
+	if n.Stores.Postgres() {
+		// Several nodes on one shared database run this core in process:
+		// one consumes its request queue, the others wait as standbys and
+		// take over when it stops or dies (docs/storage.md "Several nodes").
+		cores.run(func(ctx context.Context) {
+			if err := b.Core.ServeAsStandby(ctx, conn, serve, standbyRetry); err != nil && ctx.Err() == nil {
+				n.log.Error("node.core_stopped", "bank_id", bc.BankID, "error", err)
+			}
+			conn.Close()
+		})
+		return nil
+	}
 	for wait := time.Now().Add(2 * time.Second); ; {
 		if serve.Claim, err = b.Core.Claim(ctx, conn, serve); err == nil {
 			break
@@ -237,7 +255,7 @@ func (n *Node) linkConfig(b *Bank, opts Options) corelink.Config {
 // DeleteCoreQueues deletes the core queues of the given banks on the mq
 // block's broker (a run's own queues: `zcgw demo`, `zcgw bench`).
 func DeleteCoreQueues(ctx context.Context, m *MQConfig, bankIDs []string, log *slog.Logger) error {
-	tr, err := OpenTransport(m, "", "zcgw cleanup", log)
+	tr, err := OpenTransport(m, store.Locator{}, "zcgw cleanup", log)
 	if err != nil {
 		return err
 	}

@@ -109,8 +109,11 @@ func (n *Node) adaptersByBank() map[string]*adapter.Adapter {
 
 // Node is a running zcgw node.
 type Node struct {
-	Config       Config
-	DataDir      string
+	Config  Config
+	DataDir string
+	// Stores is where each of the node's databases lives (node.json's
+	// store block); every database the node opens is located through it.
+	Stores       store.Locator
 	URL          string // http://host:port of the listener
 	DB           *store.DB
 	Orchestrator *orchestrator.Orchestrator
@@ -121,12 +124,12 @@ type Node struct {
 	Client       *bankclient.Client
 	// Transport is the queue manager node.json's mq block names (mq.go).
 	Transport mq.Transport
-	// NonceDB is the ingress nonce store (ingress-nonces.db); zcgw bench
+	// NonceDB is the ingress nonce store (store.NoncesDB); zcgw bench
 	// reads its commit counter.
 	NonceDB *store.DB
 	// Jobs is the batch-job runner behind POST /internal/cron/{job}, with
 	// every job body registered (registerAllJobs; JobCatalog lists them);
-	// JobLedger is its run ledger (DATA/jobs.db).
+	// JobLedger is its run ledger (in the coordinator's database).
 	Jobs      *scheduler.Runner
 	JobLedger *ledger.Ledger
 	// FinalityLog is the one log every coordinator writer appends to.
@@ -197,7 +200,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{Config: cfg, DataDir: opts.DataDir, log: zclog.OrDiscard(opts.Logger).With("component", "node"), clk: opts.Clock, Banks: map[string]*Bank{}}
+	n = &Node{Config: cfg, DataDir: opts.DataDir, Stores: cfg.Locator(opts.DataDir), log: zclog.OrDiscard(opts.Logger).With("component", "node"), clk: opts.Clock, Banks: map[string]*Bank{}}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -206,7 +209,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}()
 	for _, part := range []func(context.Context, Options) (func() error, error){
 		n.lockFolder,      // DATA/node.lock: one node per folder
-		n.openStores,      // zc.db, the ZC signing key, ingress-nonces.db
+		n.openStores,      // the coordinator's database, the ZC signing key, the ingress nonces
 		n.listen,          // the listener (the bank client calls the node's own URL)
 		n.openCoordinator, // FinalityLog, event signing, orchestrator workers, BOJ accounts
 		n.openBanks,       // per bank: core (serving), core link, adapter, overnight exchange
@@ -223,7 +226,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			return n, err
 		}
 	}
-	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir)
+	n.log.Info("node.started", "url", n.URL, "banks", len(n.Banks), "workers", len(n.Workers), "data", opts.DataDir, "store", n.Stores.Describe(store.CoordinatorDB))
 	return n, nil
 }
 
@@ -289,7 +292,7 @@ func (n *Node) lockFolder(_ context.Context, opts Options) (func() error, error)
 func (n *Node) openStores(ctx context.Context, opts Options) (closer func() error, err error) {
 	var c closers
 	defer c.onError(&err)
-	if n.DB, err = store.OpenCoordinator(ctx, n.path("zc.db")); err != nil {
+	if n.DB, err = store.OpenCoordinator(ctx, n.Stores.Location(store.CoordinatorDB)); err != nil {
 		return nil, err
 	}
 	c.add(n.DB.Close)
@@ -297,7 +300,7 @@ func (n *Node) openStores(ctx context.Context, opts Options) (closer func() erro
 	if n.signer, err = loadSigningKey(ctx, n.path(SigningKeyFile), n.Keys, opts.Clock); err != nil {
 		return nil, err
 	}
-	if n.NonceDB, err = store.Open(ctx, n.path("ingress-nonces.db"), signing.NonceSchema); err != nil {
+	if n.NonceDB, err = store.Open(ctx, n.Stores.Location(store.NoncesDB), signing.NonceSchema); err != nil {
 		return nil, err
 	}
 	c.add(n.NonceDB.Close)
@@ -372,18 +375,18 @@ func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error
 	// elapsed time (its tickers are real), so it runs on the system clock
 	// even when the node's business clock is a manual one: a business-clock
 	// jump must not make live connections look dead to each other.
-	if n.Transport, err = OpenTransport(n.Config.MQ, n.DataDir, "zcgw serve "+n.ID.String(), n.log); err != nil {
+	if n.Transport, err = OpenTransport(n.Config.MQ, n.Stores, "zcgw serve "+n.ID.String(), n.log); err != nil {
 		return nil, err
 	}
 	cores := newLoops(ctx)
 	var c closers
-	closer = func() error {
+	closeAll := func() error {
 		cores.stop() // the cores stop serving before their databases close
 		return c.close()
 	}
 	defer func() {
 		if err != nil {
-			closer()
+			closeAll()
 		}
 	}()
 	for _, bc := range n.Config.Banks {
@@ -393,7 +396,7 @@ func (n *Node) openBanks(ctx context.Context, opts Options) (closer func() error
 		}
 		n.Banks[bc.BankID] = b
 	}
-	return closer, nil
+	return closeAll, nil
 }
 
 // openBank opens one bank: its simulated core (claimed as the only
@@ -410,7 +413,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		return nil, err
 	}
 	c.add(b.Link.Close)
-	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.path("adapter-" + bc.BankID + ".db"),
+	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
 		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
@@ -477,7 +480,7 @@ func (n *Node) openJobs(ctx context.Context, opts Options) (func() error, error)
 	if err := n.registerAllJobs(ctx, reg, opts.Clock, opts.Logger); err != nil {
 		return nil, err
 	}
-	if n.JobLedger, err = ledger.Open(ctx, ledger.Path(opts.DataDir), opts.Clock); err != nil {
+	if n.JobLedger, err = ledger.Open(ctx, n.Stores.Location(store.CoordinatorDB), opts.Clock); err != nil {
 		return nil, err
 	}
 	if n.Jobs, err = scheduler.NewRunner(scheduler.Options{Ledger: n.JobLedger, Registry: reg, Config: jobsCfg, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
@@ -497,7 +500,7 @@ func (n *Node) openFiles(_ context.Context, opts Options) (func() error, error) 
 	}
 	var err error
 	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
-		Root: opts.DataDir, Banks: fileBanks, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		Root: n.Config.FilesDir(opts.DataDir), Banks: fileBanks, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	return nil, nil

@@ -496,9 +496,12 @@ func (e *EOD) reconcile(ctx context.Context, sc scheduler.StepContext) (string, 
 			return err
 		}
 		for _, b := range all {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO EodReconciliations (business_date, bank_id, accounts,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO EodReconciliations (business_date, bank_id, accounts,
 				matched, drifts, unsettled, unavailable, shadow_total, core_total, error, reconciled_at, run_id)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sc.BusinessDate, b.BankID, b.Accounts, b.Matched, b.Drifts,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (business_date, bank_id) DO UPDATE SET
+				accounts = excluded.accounts, matched = excluded.matched, drifts = excluded.drifts, unsettled = excluded.unsettled,
+				unavailable = excluded.unavailable, shadow_total = excluded.shadow_total, core_total = excluded.core_total,
+				error = excluded.error, reconciled_at = excluded.reconciled_at, run_id = excluded.run_id`, sc.BusinessDate, b.BankID, b.Accounts, b.Matched, b.Drifts,
 				b.Unsettled, b.Unavailable, b.ShadowTotal, b.CoreTotal, nullStr(b.Error), now, sc.RunID); err != nil {
 				return err
 			}

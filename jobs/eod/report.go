@@ -34,8 +34,9 @@ func (e *EOD) workbook(ctx context.Context, sc scheduler.StepContext) (string, e
 		if err := sc.Fence(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO EodWorkbooks (business_date, path, rows, written_at, run_id)
-			VALUES (?, ?, ?, ?, ?)`, sc.BusinessDate, path, st.Rows, clock.Stamp(e.cfg.Clock.Now()), sc.RunID)
+		_, err := tx.ExecContext(ctx, `INSERT INTO EodWorkbooks (business_date, path, rows, written_at, run_id)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (business_date) DO UPDATE SET path = excluded.path, rows = excluded.rows,
+			written_at = excluded.written_at, run_id = excluded.run_id`, sc.BusinessDate, path, st.Rows, clock.Stamp(e.cfg.Clock.Now()), sc.RunID)
 		return err
 	})
 	if err != nil {

@@ -70,6 +70,10 @@ type Env struct {
 	// X-Cron-Secret): on a folder a node serves, `run` goes through the
 	// node's POST /internal/cron/{job}. nil => such a run is refused.
 	Authorize func(dataDir string, req *http.Request) error
+	// Ledger is where the data folder's job ledger lives (cmd/zcgw: the
+	// coordinator database node.json's store block names). nil =>
+	// ledger.Path, the SQLite file in the folder.
+	Ledger func(dataDir string) (string, error)
 	// HTTP is the client of those delegated runs (nil => no timeout: a
 	// batch takes as long as it takes; ^C cancels the request, not the run).
 	HTTP *http.Client
@@ -190,7 +194,13 @@ func (e Env) open(ctx context.Context) (*scheduler.Runner, string, func(), error
 			return nil, "", nil, err
 		}
 	}
-	led, err := ledger.Open(ctx, ledger.Path(e.DataDir), e.Clock)
+	where := ledger.Path(e.DataDir)
+	if e.Ledger != nil {
+		if where, err = e.Ledger(e.DataDir); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	led, err := ledger.Open(ctx, where, e.Clock)
 	if err != nil {
 		return nil, "", nil, err
 	}

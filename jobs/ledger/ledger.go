@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -20,10 +19,11 @@ import (
 //go:embed ledger.sql
 var Schema string
 
-// FileName is the coordinator database file under the data folder; the
-// ledger shares it so that a step whose effects are coordinator rows can
-// commit them together with its completion row.
-const FileName = "zc.db"
+// FileName is the coordinator database file under the data folder (the
+// SQLite store.Locator's); the ledger shares it so that a step whose
+// effects are coordinator rows can commit them together with its
+// completion row.
+const FileName = store.CoordinatorDB + ".db"
 
 // DailySlot is the slot of a daily job instance: one per business date.
 const DailySlot = "daily"
@@ -44,8 +44,12 @@ type Ledger struct {
 	clk clock.Clock
 }
 
-// Path returns the ledger file for a data folder (the coordinator's file).
-func Path(dataDir string) string { return filepath.Join(dataDir, FileName) }
+// Path returns the ledger file for a data folder with SQLite storage (the
+// coordinator's file); a node with a store block locates it with its
+// store.Locator.
+func Path(dataDir string) string {
+	return store.Locator{Kind: store.SQLite, Dir: dataDir}.Location(store.CoordinatorDB)
+}
 
 // Open opens (creating if needed) the database at path and applies Schema.
 func Open(ctx context.Context, path string, clk clock.Clock) (*Ledger, error) {

@@ -175,7 +175,7 @@ func (l *Ledger) StartStep(ctx context.Context, lease Lease, runID int64, seq in
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO JobSteps(run_id, seq, step, status, attempts, started_at) VALUES (?, ?, ?, 'STARTED', 1, ?)
-			ON CONFLICT(run_id, step) DO UPDATE SET status = 'STARTED', attempts = attempts + 1, started_at = excluded.started_at,
+			ON CONFLICT(run_id, step) DO UPDATE SET status = 'STARTED', attempts = JobSteps.attempts + 1, started_at = excluded.started_at,
 			ended_at = NULL, duration_ms = NULL, error = '' WHERE JobSteps.status <> 'COMPLETED'`, runID, seq, name, now)
 		if err != nil {
 			return err

@@ -110,7 +110,14 @@ func newEnv(t *testing.T, jobs ...Job) *env { return newEnvB(t, jobs...) }
 
 func newEnvB(t testing.TB, jobs ...Job) *env {
 	t.Helper()
-	e := &env{path: filepath.Join(t.TempDir(), ledger.FileName), clk: clock.NewManual(eodTime), cfg: DefaultConfig(), logs: &bytes.Buffer{}}
+	return newEnvAt(t, filepath.Join(t.TempDir(), ledger.FileName), jobs...)
+}
+
+// newEnvAt is newEnv with the ledger at path (a SQLite file or a
+// PostgreSQL location of storetest).
+func newEnvAt(t testing.TB, path string, jobs ...Job) *env {
+	t.Helper()
+	e := &env{path: path, clk: clock.NewManual(eodTime), cfg: DefaultConfig(), logs: &bytes.Buffer{}}
 	e.led = e.openLedger(t)
 	e.reg = NewRegistry()
 	for _, j := range jobs {

@@ -1,7 +1,6 @@
 package brokers
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -28,66 +27,14 @@ import (
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/gateway"
 	"github.com/zcgw/zcgw/gateway/node"
+	"github.com/zcgw/zcgw/test/internal/proc"
 )
 
-// proc is a zcgw process the test started.
-type proc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
 // start runs zcgw with args and waits until it prints a line starting
-// with ready.
-func start(t *testing.T, logDir, name, ready string, args ...string) *proc {
+// with ready; it is killed when t ends.
+func start(t *testing.T, logDir, name, ready string, args ...string) *proc.Proc {
 	t.Helper()
-	p := &proc{log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
-	errf, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(zcgwBin, args...)
-	p.cmd.Stderr = errf
-	out, _ := p.cmd.StdoutPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	up := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), ready) {
-				close(up)
-			}
-		}
-		io.Copy(io.Discard, out)
-		p.cmd.Wait()
-		errf.Close()
-		close(p.done)
-	}()
-	select {
-	case <-up:
-	case <-p.done:
-		t.Fatalf("%s exited before it was ready:\n%s", name, p.tail())
-	case <-time.After(60 * time.Second):
-		p.signal(syscall.SIGKILL)
-		t.Fatalf("%s not ready after 60s:\n%s", name, p.tail())
-	}
-	t.Cleanup(func() { p.signal(syscall.SIGKILL) })
-	return p
-}
-
-func (p *proc) signal(s syscall.Signal) {
-	_ = p.cmd.Process.Signal(s)
-	<-p.done
-}
-
-func (p *proc) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
+	return proc.StartReady(t, proc.Config{Bin: zcgwBin, Args: args, Log: filepath.Join(logDir, name+".log"), Ready: ready}, 60*time.Second)
 }
 
 // closeBrokerConnections closes, through rabbitmqctl, every broker
@@ -161,7 +108,7 @@ func TestExternalCoresOverRabbitMQExactlyOnce(t *testing.T) {
 		}
 		return args
 	}
-	cores := map[string]*proc{}
+	cores := map[string]*proc.Proc{}
 	for _, id := range banks {
 		os.MkdirAll(filepath.Join(root, "core-"+id), 0o755)
 		cores[id] = start(t, logDir, "core-"+id, "coresim "+id+": serving", coreArgs(id)...)
@@ -198,7 +145,7 @@ func TestExternalCoresOverRabbitMQExactlyOnce(t *testing.T) {
 				err = fmt.Errorf("%d %s", resp.StatusCode, b)
 			}
 			if try == 60 {
-				t.Fatalf("transfer %s: no definitive answer: %v\nnode:\n%s", key, err, nd.tail())
+				t.Fatalf("transfer %s: no definitive answer: %v\nnode:\n%s", key, err, nd.Tail(40))
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -207,10 +154,10 @@ func TestExternalCoresOverRabbitMQExactlyOnce(t *testing.T) {
 	for i := 0; i < total; i++ {
 		switch i {
 		case 8: // SIGKILL bank 002's core and start it again.
-			cores["002"].signal(syscall.SIGKILL)
+			cores["002"].Signal(syscall.SIGKILL)
 			cores["002"] = start(t, logDir, "core-002", "coresim 002: serving", coreArgs("002")...)
 		case 16: // The broker drops every connection of the node and the cores.
-			if n := closeBrokerConnections(t, nd.cmd.Process.Pid, cores["001"].cmd.Process.Pid, cores["002"].cmd.Process.Pid); n < 3 {
+			if n := closeBrokerConnections(t, nd.Pid(), cores["001"].Pid(), cores["002"].Pid()); n < 3 {
 				t.Fatalf("closed %d broker connections, want the node's and both cores'", n)
 			}
 		}
@@ -246,7 +193,7 @@ func TestExternalCoresOverRabbitMQExactlyOnce(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d transfers settled, %d not\nnode:\n%s\ncore 002:\n%s", len(settled), total, open, nd.tail(), cores["002"].tail())
+			t.Fatalf("%d of %d transfers settled, %d not\nnode:\n%s\ncore 002:\n%s", len(settled), total, open, nd.Tail(40), cores["002"].Tail(40))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -266,15 +213,15 @@ func TestExternalCoresOverRabbitMQExactlyOnce(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("bank %s: %d outbox postings not applied\nnode:\n%s", id, left, nd.tail())
+				t.Fatalf("bank %s: %d outbox postings not applied\nnode:\n%s", id, left, nd.Tail(40))
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
 		ob.Close()
 	}
-	nd.signal(syscall.SIGTERM)
+	nd.Signal(syscall.SIGTERM)
 	for _, id := range banks {
-		cores[id].signal(syscall.SIGTERM)
+		cores[id].Signal(syscall.SIGTERM)
 	}
 
 	// The broker connections were really lost and taken up again.

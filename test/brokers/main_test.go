@@ -1,37 +1,17 @@
 package brokers
 
 import (
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/zcgw/zcgw/test/internal/proc"
 )
 
 var zcgwBin string
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "zcgw-brokers-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "brokers: temp dir:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	zcgwBin = filepath.Join(dir, "zcgw")
-	_, here, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", zcgwBin, "./cmd/zcgw")
-	build.Dir = filepath.Join(filepath.Dir(here), "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "brokers: go build ./cmd/zcgw: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(proc.Main(m, "brokers", &zcgwBin)) }
 
 const brokerURL = "amqp://guest:guest@127.0.0.1:5672/"
 

@@ -198,10 +198,10 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 	})
 	var reports []*lifeReport
 	var stale claims
-	var cur *proc
+	var cur *nodeLife
 	defer func() {
-		if cur != nil && cur.alive() {
-			cur.kill()
+		if cur != nil && cur.Alive() {
+			cur.Kill()
 		}
 	}()
 	runStart := time.Now()
@@ -217,7 +217,7 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cur, rep.startedAt = p, p.started
+		cur, rep.startedAt = p, p.Started
 		watch := observe(ctx, fs, rep, p)
 		if l.mode == "final" {
 			watchFinal = watch
@@ -227,25 +227,25 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 		case "startup":
 			select {
 			case <-time.After(l.delay):
-			case <-p.exited:
+			case <-p.Exited():
 			}
 		case "timer", "failpoint":
 			select {
-			case <-p.ready:
+			case <-p.Ready():
 				select {
 				case <-time.After(l.delay):
-				case <-p.exited:
+				case <-p.Exited():
 				}
-			case <-p.exited:
+			case <-p.Exited():
 			case <-time.After(30 * time.Second):
-				t.Errorf("check startup (seed %d): life %d not serving 30 s after exec; stderr:\n%s", seed, p.n, p.tail(20))
+				t.Errorf("check startup (seed %d): life %d not serving 30 s after exec; stderr:\n%s", seed, p.n, p.Tail(20))
 			}
 		}
-		if p.alive() {
-			p.kill()
+		if p.Alive() {
+			p.Kill()
 		}
 		watch()
-		if fs == nil && p.isReady() {
+		if fs == nil && p.IsReady() {
 			// A life that served has created every file: open them now
 			// that nobody writes (the first life may die before that).
 			if fs, err = openFiles(ctx, dir); err != nil {
@@ -255,12 +255,12 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 		if rep.fired = p.firedPoint(); rep.fired == "" && l.mode == "failpoint" {
 			rep.fired = "not reached: SIGKILL"
 		}
-		if p.isReady() {
-			rep.readyAfter = p.readyAt.Sub(p.started)
+		if p.IsReady() {
+			rep.readyAfter = p.ReadyAt.Sub(p.Started)
 		}
-		rep.endedAfter = time.Since(p.started)
-		if !p.isReady() && p.state != nil && !strings.Contains(p.state.String(), "killed") {
-			t.Errorf("check startup (seed %d): life %d exited by itself (%s) before serving:\n%s", seed, p.n, p.state, p.tail(20))
+		rep.endedAfter = time.Since(p.Started)
+		if !p.IsReady() && p.State != nil && !strings.Contains(p.State.String(), "killed") {
+			t.Errorf("check startup (seed %d): life %d exited by itself (%s) before serving:\n%s", seed, p.n, p.State, p.Tail(20))
 		}
 		if fs != nil {
 			if stale, err = fs.readClaims(ctx); err != nil {
@@ -270,13 +270,13 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 	}
 	final := cur
 	select {
-	case <-final.ready:
-	case <-final.exited:
-		t.Fatalf("check startup (seed %d): the final life exited before serving (%s):\n%s", seed, final.state, final.tail(30))
+	case <-final.Ready():
+	case <-final.Exited():
+		t.Fatalf("check startup (seed %d): the final life exited before serving (%s):\n%s", seed, final.State, final.Tail(30))
 	case <-time.After(60 * time.Second):
-		t.Fatalf("check startup (seed %d): the final life is not serving 60 s after exec:\n%s", seed, final.tail(30))
+		t.Fatalf("check startup (seed %d): the final life is not serving 60 s after exec:\n%s", seed, final.Tail(30))
 	}
-	reports[len(reports)-1].readyAfter = final.readyAt.Sub(final.started)
+	reports[len(reports)-1].readyAfter = final.ReadyAt.Sub(final.Started)
 	if fs == nil {
 		var err error
 		if fs, err = openFiles(ctx, dir); err != nil {
@@ -317,11 +317,11 @@ func runChaos(t *testing.T, cfg runConfig) *runResult {
 	// Replays, while the node still serves.
 	replayed, replays := checkReplays(ld, rng)
 
-	code, err := final.stop(30 * time.Second)
+	code, err := final.Stop(30 * time.Second)
 	watchFinal()
-	reports[len(reports)-1].endedAfter = time.Since(final.started)
+	reports[len(reports)-1].endedAfter = time.Since(final.Started)
 	if err != nil || code != 0 {
-		t.Errorf("check graceful-stop (seed %d): SIGTERM: exit %d, %v\n%s", seed, code, err, final.tail(20))
+		t.Errorf("check graceful-stop (seed %d): SIGTERM: exit %d, %v\n%s", seed, code, err, final.Tail(20))
 	}
 	fillFirstSettled(ctx, t, fs, reports)
 	logRecovery(t, reports, seed)

@@ -18,7 +18,7 @@ import (
 // previous life left (rep.stale) stays held as it was, and each transfer
 // in flight at the kill stays non-terminal, until all are done or the life
 // ends. The returned func waits for the watcher.
-func observe(ctx context.Context, fs *files, rep *lifeReport, p *proc) (wait func()) {
+func observe(ctx context.Context, fs *files, rep *lifeReport, p *nodeLife) (wait func()) {
 	done := make(chan struct{})
 	if fs == nil || (rep.stale.total() == 0 && len(rep.stale.InFlight) == 0) {
 		close(done)
@@ -29,11 +29,11 @@ func observe(ctx context.Context, fs *files, rep *lifeReport, p *proc) (wait fun
 		prevHeld, prevFlying := rep.stale.total(), len(rep.stale.InFlight)
 		rep.staleOpen, rep.flightOpen = prevHeld, prevFlying
 		for {
-			alive := p.alive()
+			alive := p.Alive()
 			now, err := fs.readClaims(ctx)
 			if err == nil {
 				held, flying := stillHeld(rep.stale, now)
-				since := time.Since(p.started)
+				since := time.Since(p.Started)
 				// When the count last went down is when the last claim
 				// (transfer) resolved so far was resolved.
 				if len(held) < prevHeld {
@@ -52,7 +52,7 @@ func observe(ctx context.Context, fs *files, rep *lifeReport, p *proc) (wait fun
 				return
 			}
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 			case <-time.After(250 * time.Millisecond):
 			}
 		}

@@ -76,9 +76,20 @@ func (c *conn) ClaimConsumer(ctx context.Context, queue string) (mq.ConsumerClai
 			held = &h
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO mq_consumer (queue, conn, pid, host, app, proc_start, since) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			queue, c.id, me.PID, me.Host, me.App, procStart(me.PID), stamp(now))
-		return err
+		// Guarded: of connections racing on a shared database (another
+		// node's writer runs beside this one on PostgreSQL) exactly one
+		// inserts; the others read the winner and are refused.
+		ok, err := store.Applied(tx.ExecContext(ctx, `INSERT OR IGNORE INTO mq_consumer (queue, conn, pid, host, app, proc_start, since) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			queue, c.id, me.PID, me.Host, me.App, procStart(me.PID), stamp(now)))
+		if err != nil || ok {
+			return err
+		}
+		h, _, err = readHolder(ctx, tx, queue)
+		if err != nil {
+			return err
+		}
+		held = &h
+		return nil
 	})
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "claim consumer", Queue: queue, Cause: err}

@@ -12,12 +12,26 @@ import (
 	"github.com/zcgw/zcgw/adapter/mq/mqtest"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
 	mqtest.Run(t, func(t *testing.T) mq.Transport {
 		// One file per subtest; every Connect reopens it, as a new process would.
 		return New(filepath.Join(t.TempDir(), "queues.db"), Options{PollInterval: 20 * time.Millisecond})
+	}, mqtest.Options{ExclusiveConsumer: true, BatchGet: true})
+}
+
+// TestConformanceOnPostgres runs the suite with the queues in a schema of
+// PostgreSQL, as several nodes on one shared database use it: every
+// Connect is a new pool, as another process's would be.
+func TestConformanceOnPostgres(t *testing.T) {
+	pg, ok := storetest.Postgres(t)
+	if !ok {
+		t.Skip("no PostgreSQL server")
+	}
+	mqtest.Run(t, func(t *testing.T) mq.Transport {
+		return New(pg.Location(t, "mq"), Options{PollInterval: 20 * time.Millisecond})
 	}, mqtest.Options{ExclusiveConsumer: true, BatchGet: true})
 }
 

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zcgw/zcgw/adapter/mq"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 const (
@@ -122,7 +122,10 @@ func fill(t *testing.T, tr *Transport, n int) mq.Connection {
 // Two child processes and this one drain one queue file together; every
 // message is committed by exactly one of them.
 func TestConcurrentProcessesShareQueueFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "shared.db")
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) { concurrentProcessesShareQueueFile(t, b.Location(t, "shared")) })
+}
+
+func concurrentProcessesShareQueueFile(t *testing.T, path string) {
 	tr := New(path, Options{PollInterval: 10 * time.Millisecond})
 	const n = 150
 	c := fill(t, tr, n)
@@ -183,7 +186,10 @@ func TestConcurrentProcessesShareQueueFile(t *testing.T) {
 // A child process dies holding an uncommitted get; once its lease runs out
 // this process gets the message back with BackoutCount 1.
 func TestCrashedProcessGetIsRestored(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crash.db")
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) { crashedProcessGetIsRestored(t, b.Location(t, "crash")) })
+}
+
+func crashedProcessGetIsRestored(t *testing.T, path string) {
 	tr := New(path, Options{PollInterval: 10 * time.Millisecond, LeaseTTL: time.Second})
 	c := fill(t, tr, 1)
 	defer c.Close()
@@ -211,11 +217,16 @@ func TestCrashedProcessGetIsRestored(t *testing.T) {
 // an uncommitted get, with a lease of an hour. Its restart on the same host
 // claims the queue at once, because the holder's pid no longer runs (or is
 // a zombie its parent has not reaped yet), and gets the message back with
-// BackoutCount 1 without waiting for the lease.
+// BackoutCount 1 without waiting for the lease. On PostgreSQL the queues
+// are a schema several nodes share, and the same holds across processes.
 func TestDeadConsumerProcessIsTakenOverAtOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) { deadConsumerProcessIsTakenOverAtOnce(t, b) })
+}
+
+func deadConsumerProcessIsTakenOverAtOnce(t *testing.T, b storetest.Backend) {
 	for _, reaped := range []bool{true, false} {
 		t.Run(fmt.Sprintf("reaped=%v", reaped), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "claim.db")
+			path := b.Location(t, "claim")
 			tr := New(path, Options{PollInterval: 10 * time.Millisecond})
 			c := fill(t, tr, 1)
 			defer c.Close()

@@ -305,7 +305,7 @@ func (s *session) Commit(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO mq_message
 				(queue, msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, properties, body)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				p.queue, m.MsgID[:], m.CorrelID[:], m.ReplyTo, !m.NonPersistent, m.Priority,
+				p.queue, m.MsgID[:], m.CorrelID[:], m.ReplyTo, persistentFlag(m), m.Priority,
 				stamp(m.PutTime), expires, encodeProperties(m.Properties), body); err != nil {
 				return fmt.Errorf("insert into %s: %w", p.queue, err)
 			}
@@ -381,4 +381,13 @@ func (s *session) Close() error {
 	delete(s.c.sessions, s)
 	s.c.mu.Unlock()
 	return err
+}
+
+// persistentFlag is mq_message.persistent: an INTEGER 0 or 1 (a Go bool
+// is no integer to PostgreSQL).
+func persistentFlag(m *mq.Message) int {
+	if m.NonPersistent {
+		return 0
+	}
+	return 1
 }

@@ -112,10 +112,12 @@ func (t *Transport) Stats() store.Snapshot {
 
 var _ mq.Transport = (*Transport)(nil)
 
-// New returns a transport for the SQLite queue file at path (created on
-// first Connect).
+// New returns a transport for the queue store at path, a SQLite file or
+// a postgres:// location (store.Open; created on first Connect).
 func New(path string, opts Options) *Transport {
-	if abs, err := filepath.Abs(path); err == nil {
+	if store.IsPostgres(path) {
+		// a URL, used as is
+	} else if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
 	if opts.Clock == nil {
@@ -171,7 +173,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		c.log.Warn("mq.reap_failed", "error", err.Error())
 	}
 	go c.heartbeatLoop()
-	c.log.Info("mq.connected", "path", t.path)
+	c.log.Info("mq.connected", "path", store.Redact(t.path))
 	return c, nil
 }
 
@@ -304,12 +306,8 @@ func restoreOrphans(ctx context.Context, tx *store.Tx) (int64, error) {
 // before the column existed (CREATE TABLE IF NOT EXISTS leaves an old table
 // as it is).
 func addLeaseColumn(ctx context.Context, tx *store.Tx) error {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('mq_connection') WHERE name = 'lease_until'`).Scan(&n); err != nil {
+	if ok, err := store.ColumnExists(ctx, tx, "mq_connection", "lease_until"); err != nil || ok {
 		return err
-	}
-	if n > 0 {
-		return nil
 	}
 	_, err := tx.ExecContext(ctx, `ALTER TABLE mq_connection ADD COLUMN lease_until TEXT`)
 	return err
