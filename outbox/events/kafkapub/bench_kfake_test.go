@@ -54,7 +54,7 @@ func BenchmarkPublish(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := p.Close(); err != nil { // the last batch's MarkSent
+	if err := p.Close(); err != nil { // the last batch's cursor move
 		b.Fatal(err)
 	}
 	b.StopTimer()
