@@ -805,10 +805,14 @@ func (p *Publisher) Collectors() []prometheus.Collector {
 
 // Close waits for a background cursor move and read-ahead, releases the
 // stream's lease (another node's publisher takes over at once), then
-// flushes and closes the Kafka writer.
+// flushes and closes the Kafka writer. A publisher that was taken over
+// meanwhile has nothing to release; that is not an error.
 func (p *Publisher) Close() error {
 	p.dropAhead()
 	err := p.awaitMark()
+	if errors.Is(err, events.ErrLeaseLost) {
+		err = nil // taken over (logged): the new holder publishes those rows again
+	}
 	if p.lease != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseTTL)
 		err = errors.Join(err, p.ob.ReleaseLease(ctx, *p.lease))
