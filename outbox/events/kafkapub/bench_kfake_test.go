@@ -2,8 +2,6 @@ package kafkapub_test
 
 import (
 	"context"
-	"os"
-	"runtime/pprof"
 	"fmt"
 	"sort"
 	"sync"
@@ -64,11 +62,6 @@ func BenchmarkPublish(b *testing.B) {
 	defer p.Close()
 	b.ResetTimer()
 	cpu0 := cpuTime()
-	if f := os.Getenv("ZCGW_PUBLISH_CPUPROFILE"); f != "" { // SCRATCH
-		w, _ := os.Create(f)
-		pprof.StartCPUProfile(w)
-		defer pprof.StopCPUProfile()
-	}
 	for {
 		st, err := p.Step(ctx)
 		if err != nil {
@@ -77,9 +70,6 @@ func BenchmarkPublish(b *testing.B) {
 		if st.Read == 0 && st.Wait == 0 {
 			break
 		}
-	}
-	if f := os.Getenv("ZCGW_PUBLISH_CPUPROFILE"); f != "" { // SCRATCH
-		pprof.StopCPUProfile()
 	}
 	if err := p.Close(); err != nil { // the last step's cursor move
 		b.Fatal(err)
