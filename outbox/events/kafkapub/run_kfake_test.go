@@ -113,13 +113,19 @@ func TestRunThroughBrokerOutage(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	got := readAll(t, addr, topic, parts)
-	want := map[string]int64{"GLOBAL": rounds / 10}
-	for k := 0; k < chains; k++ {
-		want[fmt.Sprintf("TX-%03d", k)] = rounds
-	}
-	dups, total := checkChains(t, got, want)
+	dups, total := checkRounds(t, addr, topic, parts, chains, rounds)
 	t.Logf("%d records, %d duplicates, %d failed steps", total, dups, p.Stats().Failures)
+}
+
+// checkRounds reads topic and checks it with checkChains against what
+// appendRound wrote for rounds 1..rounds over chains chains.
+func checkRounds(t *testing.T, addr []string, topic string, parts, chains, rounds int) (dups, total int) {
+	t.Helper()
+	want := map[string]int64{"GLOBAL": int64(rounds / 10)}
+	for k := 0; k < chains; k++ {
+		want[fmt.Sprintf("TX-%03d", k)] = int64(rounds)
+	}
+	return checkChains(t, readAll(t, addr, topic, parts), want)
 }
 
 // checkChains checks the records of each chain (want: chain -> events
