@@ -19,6 +19,7 @@
 // the payload covered through entry_hash); VerifySignature checks one.
 //
 // It imports only coordinator/finality, coordinator/store, coordinator/clock,
+// coordinator/procid,
 // coordinator/signing and coordinator/domainerr. It never writes the FinalityLog, never talks to
 // a broker (kafkapub does) and never deletes outbox rows.
 package events

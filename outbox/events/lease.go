@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -118,8 +119,24 @@ func (o *Outbox) State(ctx context.Context) (PublisherState, error) {
 	return st, nil
 }
 
+// Takeable reports whether owner may take the lease st describes at now:
+// it is released, expired, owner's own, or held by an earlier start of
+// owner's node (procid: same node, another epoch — that process is gone,
+// so a restarted node does not wait for its own old lease to expire).
+func (st PublisherState) Takeable(owner string, now time.Time) bool {
+	if st.Owner == "" || st.Owner == owner || !st.Until.After(now) {
+		return true
+	}
+	node, epoch, _, ok := procid.ParseOwner(owner)
+	if !ok {
+		return false
+	}
+	return procid.Identity{Node: node, Epoch: epoch}.IsEarlierSelf(st.Owner)
+}
+
 // AcquireLease takes the stream's lease for owner for ttl, when nobody else
-// holds an unexpired one (an expired or released lease is taken over),
+// holds an unexpired one (an expired or released lease, or one of an
+// earlier start of owner's node, is taken over: Takeable),
 // with a guarded UPDATE on the token: of racing acquirers (publishers of
 // several nodes on one database) exactly one wins; the others get
 // *LeaseHeldError. The returned Lease carries the stream's cursor: the
@@ -135,7 +152,7 @@ func (o *Outbox) AcquireLease(ctx context.Context, owner string, ttl time.Durati
 		if err != nil {
 			return err
 		}
-		if st.Owner != "" && st.Owner != owner && st.Until.After(now) {
+		if !st.Takeable(owner, now) {
 			return &LeaseHeldError{Owner: st.Owner, Token: st.Token, Until: st.Until}
 		}
 		lease = Lease{Owner: owner, Token: st.Token + 1, Until: now.Add(ttl), TTL: ttl, Acked: st.Acked}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
@@ -135,6 +136,21 @@ func TestPublisherLeaseRace(t *testing.T) {
 		won, _ = raceAcquire(t, obs, ttl, second.Owner)
 		if len(won) != 1 || won[0].Token != 3 || won[0].Acked != 41 {
 			t.Fatalf("after release: %+v", won)
+		}
+
+		// A restarted node (same node id, new epoch) takes its earlier
+		// start's unexpired lease at once; another node still cannot.
+		third := won[0]
+		node, _, _, _ := procid.ParseOwner(third.Owner)
+		if _, err := obs[0].AcquireLease(ctx, "other-node/e2/events", ttl); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("another node took a live lease: %v", err)
+		}
+		restarted, err := obs[0].AcquireLease(ctx, node+"/e2/events", ttl)
+		if err != nil || restarted.Token != 4 || restarted.Acked != 41 {
+			t.Fatalf("restarted node %s: %+v %v", node, restarted, err)
+		}
+		if _, err := obs[1].Advance(ctx, third, 50); !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("the earlier start was not fenced: %v", err)
 		}
 	})
 }

@@ -432,7 +432,7 @@ func (p *Publisher) holdLease(ctx context.Context) (st Step, held bool, err erro
 		return Step{}, false, p.fail(0, 0, err)
 	}
 	now := p.cfg.Clock.Now()
-	if cur.Owner == "" || cur.Owner == p.cfg.Owner || !cur.Until.After(now) {
+	if cur.Takeable(p.cfg.Owner, now) {
 		l, err := p.ob.AcquireLease(ctx, p.cfg.Owner, p.cfg.LeaseTTL)
 		if err == nil {
 			if cur.Owner != "" && cur.Owner != p.cfg.Owner {
