@@ -789,9 +789,9 @@ func (p *Publisher) Health() error {
 func (p *Publisher) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_events_published_total",
-			Help: "Event-outbox rows the broker acknowledged and the publisher marked sent."}, func() float64 { return float64(p.pub.Load()) }),
+			Help: "Event-outbox rows the broker acknowledged and the publisher's cursor recorded."}, func() float64 { return float64(p.pub.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_event_publish_failures_total",
-			Help: "Failed publisher steps (broker unreachable, records refused, outbox not readable or markable)."}, func() float64 { return float64(p.failed.Load()) }),
+			Help: "Failed publisher steps (broker unreachable, records refused, outbox not readable, cursor not movable)."}, func() float64 { return float64(p.failed.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zcgw_event_publisher_failing",
 			Help: "1 while the publisher's last step failed (it backs off and retries), else 0."}, func() float64 {
 			if p.Health() != nil {
