@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -28,8 +27,7 @@ type Row struct {
 	MessageJSON string // the Kafka value
 	Headers     string // the Kafka headers (EncodeHeaders)
 	CreatedAt   string
-	SentAt      string // "" while unsent
-	SentTopic   string
+	Sent        bool // the broker acknowledged it (outbox_seq <= the publisher's cursor)
 }
 
 // Message decodes the row's message.
@@ -183,7 +181,8 @@ type Outbox struct {
 	clk clock.Clock
 }
 
-// New returns the outbox of db; clk stamps sent_at (clock.System{} when nil).
+// New returns the outbox of db; clk stamps the cursor's acked_at and
+// decides the publisher lease's expiry (clock.System{} when nil).
 func New(db *store.DB, clk clock.Clock) *Outbox {
 	if clk == nil {
 		clk = clock.System{}
@@ -191,14 +190,18 @@ func New(db *store.DB, clk clock.Clock) *Outbox {
 	return &Outbox{db: db, clk: clk}
 }
 
-const rowCols = `outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at, COALESCE(sent_at, ''), COALESCE(sent_topic, '')`
+// ackedSeq is the stream's cursor, as a subquery.
+const ackedSeq = `(SELECT acked_seq FROM EventPublisher WHERE stream = '` + Stream + `')`
+
+const rowCols = `outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at,
+	CASE WHEN outbox_seq <= ` + ackedSeq + ` THEN 1 ELSE 0 END`
 
 func scanRows(rows *sql.Rows) ([]Row, error) {
 	defer rows.Close()
 	var out []Row
 	for rows.Next() {
 		var r Row
-		if err := rows.Scan(&r.OutboxSeq, &r.LogID, &r.ChainID, &r.EventSeq, &r.EventType, &r.MessageJSON, &r.Headers, &r.CreatedAt, &r.SentAt, &r.SentTopic); err != nil {
+		if err := rows.Scan(&r.OutboxSeq, &r.LogID, &r.ChainID, &r.EventSeq, &r.EventType, &r.MessageJSON, &r.Headers, &r.CreatedAt, &r.Sent); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -224,10 +227,10 @@ func (o *Outbox) query(ctx context.Context, q string, args ...any) ([]Row, error
 
 // Unsent returns up to limit unsent rows in FinalityLog order.
 func (o *Outbox) Unsent(ctx context.Context, limit int) ([]Row, error) {
-	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT ?`, limit)
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE outbox_seq > `+ackedSeq+` ORDER BY outbox_seq LIMIT ?`, limit)
 }
 
-// Pending is an unsent row with the columns a publisher sends.
+// Pending is a row with the columns a publisher sends.
 type Pending struct {
 	OutboxSeq int64
 	ChainID   string // the Kafka key
@@ -237,13 +240,14 @@ type Pending struct {
 	Value     []byte // message_json
 }
 
-// PendingAfter returns up to limit unsent rows with outbox_seq > after, in
-// FinalityLog order, reading only what a publisher sends.
+// PendingAfter returns up to limit rows with outbox_seq > after, in
+// FinalityLog order, reading only what a publisher sends (a primary-key
+// range: the publisher passes its cursor).
 func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pending, error) {
 	out := make([]Pending, 0, min(limit, 4096))
 	err := o.db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT outbox_seq, chain_id, event_type, headers, created_at, message_json FROM EventOutbox
-			WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+			WHERE outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
 		if err != nil {
 			return err
 		}
@@ -258,7 +262,7 @@ func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pe
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("events: read unsent outbox rows after %d: %w", after, err)
+		return nil, fmt.Errorf("events: read outbox rows after %d: %w", after, err)
 	}
 	return out, nil
 }
@@ -267,66 +271,6 @@ func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pe
 // order.
 func (o *Outbox) Since(ctx context.Context, from int64, limit int) ([]Row, error) {
 	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE outbox_seq >= ? ORDER BY outbox_seq LIMIT ?`, from, limit)
-}
-
-// Ack says the broker acknowledged a row on a topic.
-type Ack struct {
-	OutboxSeq int64
-	Topic     string
-}
-
-// markChunk bounds the rows one UPDATE names (SQLite allows 32766
-// parameters; PostgreSQL 65535).
-const markChunk = 500
-
-// MarkSent marks the acknowledged rows sent, in one transaction, with
-// guarded UPDATEs (WHERE sent_at IS NULL, one per topic and up to 500
-// rows), and returns how many rows it changed: a row another publisher
-// marked first is not counted.
-func (o *Outbox) MarkSent(ctx context.Context, acks []Ack) (int, error) {
-	if len(acks) == 0 {
-		return 0, nil
-	}
-	now := clock.Stamp(o.clk.Now())
-	byTopic := map[string][]int64{}
-	var topics []string
-	for _, a := range acks {
-		if _, ok := byTopic[a.Topic]; !ok {
-			topics = append(topics, a.Topic)
-		}
-		byTopic[a.Topic] = append(byTopic[a.Topic], a.OutboxSeq)
-	}
-	var marked int64
-	err := o.db.Write(ctx, func(tx *store.Tx) error {
-		marked = 0
-		for _, topic := range topics {
-			seqs := byTopic[topic]
-			for len(seqs) > 0 {
-				n := min(len(seqs), markChunk)
-				args := make([]any, 0, n+2)
-				args = append(args, now, topic)
-				for _, s := range seqs[:n] {
-					args = append(args, s)
-				}
-				res, err := tx.ExecContext(ctx, `UPDATE EventOutbox SET sent_at = ?, sent_topic = ? WHERE sent_at IS NULL AND outbox_seq IN (?`+
-					strings.Repeat(", ?", n-1)+`)`, args...)
-				if err != nil {
-					return err
-				}
-				k, err := res.RowsAffected()
-				if err != nil {
-					return err
-				}
-				marked += k
-				seqs = seqs[n:]
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("events: mark %d rows sent: %w", len(acks), err)
-	}
-	return int(marked), nil
 }
 
 // Counts is the outbox's size.
@@ -339,7 +283,7 @@ func (o *Outbox) Counts(ctx context.Context) (Counts, error) {
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox`).Scan(&c.Total); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&c.Unsent)
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE outbox_seq > `+ackedSeq).Scan(&c.Unsent)
 	})
 	if err != nil {
 		return Counts{}, fmt.Errorf("events: count outbox: %w", err)
@@ -355,16 +299,16 @@ type Lag struct {
 }
 
 // Lag reads the unsent rows' count and the oldest one's created_at, both
-// from the partial index over unsent rows (outbox_seq order is creation
-// order, so the lowest unsent outbox_seq is the oldest).
+// from the primary key's range after the publisher's cursor (outbox_seq
+// order is creation order, so the lowest unsent outbox_seq is the oldest).
 func (o *Outbox) Lag(ctx context.Context) (Lag, error) {
 	var l Lag
 	var oldest sql.NullString
 	err := o.db.Read(ctx, func(tx *store.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&l.Unsent); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE outbox_seq > `+ackedSeq).Scan(&l.Unsent); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `SELECT created_at FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT 1`).Scan(&oldest)
+		err := tx.QueryRowContext(ctx, `SELECT created_at FROM EventOutbox WHERE outbox_seq > `+ackedSeq+` ORDER BY outbox_seq LIMIT 1`).Scan(&oldest)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
