@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"github.com/zcgw/zcgw/formats/coreacct"
+	"strconv"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -84,11 +86,15 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 	if err := rows.Close(); err != nil {
 		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
 	}
-	for _, t := range got {
-		if err := o.stateLog(ctx, tx, t.id, "OutboxFiled", Pending, InFile, "", o.actor,
-			map[string]any{"ref": t.ref, "file_id": fileID}); err != nil {
-			return 0, err
-		}
+	// The state log rows of the whole cut by multi-row INSERTs.
+	facts := make([]entitystate.Fact, len(got))
+	from := string(Pending)
+	for i, t := range got {
+		facts[i] = entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(t.id, 10), EventType: "OutboxFiled",
+			From: &from, To: string(InFile), Actor: o.actor, Payload: map[string]any{"ref": t.ref, "file_id": fileID}}
+	}
+	if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
+		return 0, fmt.Errorf("outbox: state log of %d filed postings: %w", len(facts), err)
 	}
 	if len(got) > 0 {
 		o.log.InfoContext(ctx, "outbox.file_take", "bank", bank, "file_id", fileID, "postings", len(got))
