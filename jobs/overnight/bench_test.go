@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,14 +22,16 @@ import (
 // send = cut + render + fsync + rename + record; core = the simulated
 // core's batch run (validate, post, result file); receive = validate the
 // result file, settle every posting, record. Reported in records/s, with
-// raw (rawLoop on the same file, same run) and the ratio night/raw.
+// raw (rawLoop on the same file, same run), the ratio night/raw, the
+// night's records per CPU second of the process (night-rec/cpu-s) and the
+// same ratio in CPU seconds (night/raw-cpu: steadier on a loaded machine).
 func BenchmarkOvernightNight(b *testing.B) {
 	n := 20000
 	if v, err := strconv.Atoi(os.Getenv("ZCGW_OVERNIGHT_N")); err == nil && v > 0 {
 		n = v
 	}
 	ctx := context.Background()
-	var send, core, recv, raw time.Duration
+	var send, core, recv, raw, cpu, rawCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		e := openEnv(b, b.TempDir(), false)
@@ -54,7 +57,7 @@ func BenchmarkOvernightNight(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime(b)
 		f, ok, err := x.Send(ctx, date)
 		if err != nil || !ok {
 			b.Fatal(ok, err)
@@ -68,9 +71,12 @@ func BenchmarkOvernightNight(b *testing.B) {
 		if err != nil || !ok || in.Posted+in.Rejected != n {
 			b.Fatal(in, ok, err)
 		}
-		t3 := time.Now()
+		t3, c3 := time.Now(), cpuTime(b)
+		cpu += c3 - c0
 		send, core, recv = send+t1.Sub(t0), core+t2.Sub(t1), recv+t3.Sub(t2)
-		raw += rawLoop(b, filepath.Join(e.inbound(), corepickup.Processed, f.Name))
+		r0, rc0 := time.Now(), cpuTime(b)
+		rawLoop(b, filepath.Join(e.inbound(), corepickup.Processed, f.Name))
+		raw, rawCPU = raw+time.Since(r0), rawCPU+cpuTime(b)-rc0
 	}
 	rate := func(d time.Duration) float64 { return float64(n*b.N) / d.Seconds() }
 	b.ReportMetric(rate(send), "send-rec/s")
@@ -78,14 +84,26 @@ func BenchmarkOvernightNight(b *testing.B) {
 	b.ReportMetric(rate(recv), "receive-rec/s")
 	b.ReportMetric(rate(send+core+recv), "night-rec/s")
 	b.ReportMetric(rate(raw), "raw-rec/s")
+	b.ReportMetric(rate(cpu), "night-rec/cpu-s")
 	b.ReportMetric(raw.Seconds()/(send+core+recv).Seconds(), "night/raw")
+	b.ReportMetric(rawCPU.Seconds()/cpu.Seconds(), "night/raw-cpu")
+}
+
+// cpuTime is the process's user+system CPU time so far: under a loaded
+// machine the night's CPU seconds vary far less than its wall time.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rawLoop is the yardstick measured in the same run: the night's posting
 // file read and each detail written as one row by a prepared INSERT, all
 // in one durable transaction of a fresh database (the floor of any
 // exchange that writes a row per record).
-func rawLoop(b *testing.B, path string) time.Duration {
+func rawLoop(b *testing.B, path string) {
 	b.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "raw.db"),
@@ -94,7 +112,6 @@ func rawLoop(b *testing.B, path string) time.Duration {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	t0 := time.Now()
 	fh, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -116,5 +133,4 @@ func rawLoop(b *testing.B, path string) time.Duration {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	return time.Since(t0)
 }
