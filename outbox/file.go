@@ -62,6 +62,9 @@ fileable AS (SELECT o.id FROM AdapterOutbox o
 		  AND (r.status IN ('CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') OR (r.status = 'PENDING' AND r.route = 'MQ')))))
 `
 
+// logSlice is how many state log rows a cut builds before writing them.
+const logSlice = 4096
+
 // TakeForFile moves up to limit fileable FILE postings of bank, oldest
 // first, from PENDING to IN_FILE under fileID, numbering them 1..n (the
 // file's detail numbers), inside the caller's transaction (the exchange's
@@ -96,15 +99,18 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 	if err := rows.Close(); err != nil {
 		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
 	}
-	// The state log rows of the whole cut by multi-row INSERTs.
-	facts := make([]entitystate.Fact, len(got))
+	// The state log rows of the cut by multi-row INSERTs, a slice at a time.
 	from := string(Pending)
-	for i, t := range got {
-		facts[i] = entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(t.id, 10), EventType: "OutboxFiled",
-			From: &from, To: string(InFile), Actor: o.actor, Payload: map[string]any{"ref": t.ref, "file_id": fileID}}
-	}
-	if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
-		return 0, fmt.Errorf("outbox: state log of %d filed postings: %w", len(facts), err)
+	facts := make([]entitystate.Fact, 0, min(len(got), logSlice))
+	for lo := 0; lo < len(got); lo += logSlice {
+		facts = facts[:0]
+		for _, t := range got[lo:min(lo+logSlice, len(got))] {
+			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(t.id, 10), EventType: "OutboxFiled",
+				From: &from, To: string(InFile), Actor: o.actor, Payload: map[string]any{"ref": t.ref, "file_id": fileID}})
+		}
+		if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
+			return 0, fmt.Errorf("outbox: state log of %d filed postings: %w", len(facts), err)
+		}
 	}
 	if len(got) > 0 {
 		o.log.InfoContext(ctx, "outbox.file_take", "bank", bank, "file_id", fileID, "postings", len(got))
