@@ -530,10 +530,14 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 		if waiting != f.Records {
 			return bad(fmt.Sprintf("%d of the file's %d postings are still waiting for an answer", waiting, f.Records), nil)
 		}
-		rd, err := rewind()
+		rd0, err := rewind()
 		if err != nil {
 			return err
 		}
+		// Hashed again while applied: the bytes applied are the bytes
+		// recorded (one open file; a change in place is refused).
+		again := sha256.New()
+		rd := io.TeeReader(rd0, again)
 		// The file's postings and their answers a slice at a time: each
 		// detail must echo the next posting; each slice settles by
 		// outbox.SettleFromFileAll, all in this one transaction.
@@ -599,6 +603,12 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 		}
 		if after != int64(f.Records) {
 			return bad(fmt.Sprintf("%d postings have no answer", int64(f.Records)-after), nil)
+		}
+		if _, err := io.Copy(io.Discard, rd); err != nil {
+			return fmt.Errorf("overnight: ingest: %w", err)
+		}
+		if hex.EncodeToString(again.Sum(nil)) != shaHex {
+			return bad("changed while it was read", map[string]any{"sha256": shaHex})
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO OvernightResultFiles (name, sha256, file_key, posted, rejected, ingested_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, name, shaHex, f.Key, in.Posted, in.Rejected, now); err != nil {
