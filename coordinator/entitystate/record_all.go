@@ -22,7 +22,8 @@ var logColumns = []string{"log_id", "entity_type", "entity_id", "event_type", "s
 // INSERTs: for a batch that changed many entities in one transaction (an
 // overnight result file settling its postings).
 func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact) error {
-	now := clock.Stamp(clk.Now())
+	t := clk.Now()
+	now := clock.Stamp(t)
 	args := make([]any, 0, recordRows*len(logColumns))
 	for lo := 0; lo < len(facts); lo += recordRows {
 		part := facts[lo:min(lo+recordRows, len(facts))]
@@ -39,7 +40,7 @@ func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact)
 				}
 				payload = sql.NullString{String: string(raw), Valid: true}
 			}
-			args = append(args, "ESL-"+newUUID(), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
+			args = append(args, "ESL-"+newUUID(t), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
 				nullable(f.ReasonCode), nullable(f.Actor), payload, now)
 		}
 		if _, err := tx.ExecContext(ctx, store.InsertRows("EntityStateLog", logColumns, len(part)), args...); err != nil {

@@ -237,3 +237,48 @@ func TestWriteRunsADeadlockVictimAgain(t *testing.T) {
 		}
 	}
 }
+
+// A statement repeated inside one transaction (prepared on the
+// transaction from its second run) gives the same rows on both backends,
+// also in a group commit where one caller fails after repeating it.
+func TestRepeatedStatementInOneTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+		const callers = 8
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[c] = db.Write(ctx, func(tx *store.Tx) error {
+					for i := 0; i < 50; i++ {
+						if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprintf("c%d-%d", c, i), i); err != nil {
+							return err
+						}
+					}
+					if c == 0 {
+						return errors.New("caller 0 gives up")
+					}
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		for c, err := range errs {
+			if (c == 0) != (err != nil) {
+				t.Fatalf("caller %d: %v", c, err)
+			}
+		}
+		var n, sum int
+		if err := db.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(v), 0) FROM kv").Scan(&n, &sum)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != (callers-1)*50 || sum != (callers-1)*1225 {
+			t.Fatalf("%d rows summing to %d, want %d and %d", n, sum, (callers-1)*50, (callers-1)*1225)
+		}
+	})
+}

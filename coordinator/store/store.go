@@ -254,6 +254,12 @@ type Tx struct {
 	cache    *stmtCache      // the pool's prepared statements
 	postgres bool            // queries are rewritten for PostgreSQL (pgQuery)
 	missed   map[string]bool // statements to prepare after this transaction
+	// local holds the statements this transaction prepared itself: a
+	// query missed by the cache and run a second time in the same
+	// transaction (a batch writing thousands of rows) is prepared on the
+	// transaction's connection once, not parsed again for every row.
+	// database/sql closes them when the transaction ends.
+	local map[string]*sql.Stmt
 	// shared marks a group-commit transaction: it carries several callers'
 	// writes, so no one caller's cancellation may interrupt a statement
 	// (SQLite would abandon the whole transaction, neighbours included).
@@ -310,6 +316,22 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	if st, ok := tx.cache.get(query); ok {
 		return tx.Tx.StmtContext(ctx, st)
+	}
+	if st, ok := tx.local[query]; ok {
+		return st
+	}
+	if tx.missed[query] {
+		// The second run in this transaction: prepare it here, on the
+		// transaction's own connection (the pool's may be this one).
+		st, err := tx.Tx.PrepareContext(ctx, tx.dialect(query))
+		if err != nil {
+			return nil // runs unprepared and reports its own error
+		}
+		if tx.local == nil {
+			tx.local = map[string]*sql.Stmt{}
+		}
+		tx.local[query] = st
+		return st
 	}
 	if tx.missed == nil {
 		tx.missed = map[string]bool{}
