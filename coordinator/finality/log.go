@@ -94,6 +94,13 @@ type Log struct {
 	// "queued for publication" commit together. It must only write rows
 	// of its own; it must not append to the FinalityLog itself.
 	AfterAppend func(ctx context.Context, tx *store.Tx, e Entry) error
+
+	// AfterAppendFirst, when set, runs instead of AfterAppend for the
+	// entries of one AppendFirstTx (every one the first of its chain), all
+	// at once, in the same transaction: the event outbox writes their rows
+	// by multi-row INSERTs and signs them on every core. It must do for
+	// each entry what AfterAppend would.
+	AfterAppendFirst func(ctx context.Context, tx *store.Tx, es []Entry) error
 }
 
 // New returns a Log reading occurred_at from clk (clock.System{} when nil).

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -65,6 +67,91 @@ func Install(l *finality.Log, p Producer, s *Signer) {
 		tx.AfterCommit(wake.Notify)
 		return nil
 	}
+	prevFirst := l.AfterAppendFirst
+	l.AfterAppendFirst = func(ctx context.Context, tx *store.Tx, es []finality.Entry) error {
+		switch {
+		case prevFirst != nil:
+			if err := prevFirst(ctx, tx, es); err != nil {
+				return err
+			}
+		case prev != nil:
+			for _, e := range es {
+				if err := prev(ctx, tx, e); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := InsertFirst(ctx, tx, es, p, s); err != nil {
+			return err
+		}
+		tx.AfterCommit(wake.Notify)
+		return nil
+	}
+}
+
+// firstRows is how many outbox rows one multi-row INSERT of InsertFirst
+// writes (8 placeholders each).
+const firstRows = 128
+
+var outboxColumns = []string{"outbox_seq", "log_id", "chain_id", "event_seq", "event_type", "message_json", "headers", "created_at"}
+
+// InsertFirst writes the outbox rows of es inside tx, each entry the
+// first of its chain (prev_hash finality.Genesis, as
+// finality.Log.AppendFirstTx appends them), so each row is its chain's
+// event 1 with no causation: the rows Insert would write one by one,
+// without reading any chain's tip. The messages are built, signed and
+// encoded on every core at once, then written by multi-row INSERTs. A
+// chain that already has an outbox row is refused by the unique index on
+// (chain_id, event_seq), and the transaction must roll back.
+func InsertFirst(ctx context.Context, tx *store.Tx, es []finality.Entry, p Producer, s *Signer) ([]Row, error) {
+	rows := make([]Row, len(es))
+	for _, e := range es {
+		if e.PrevHash != finality.Genesis {
+			return nil, fmt.Errorf("events: %s (chain %s) is not the first entry of its chain", e.LogID, e.ChainID())
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (len(es)+63)/64)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(es); i += workers {
+				e := es[i]
+				m := NewMessage(e, 1, "", p)
+				if s != nil {
+					if err := s.Sign(&m); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				b, err := m.encode()
+				if err != nil {
+					errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
+					return
+				}
+				rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
+					MessageJSON: string(b), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, firstRows*len(outboxColumns))
+	for lo := 0; lo < len(rows); lo += firstRows {
+		part := rows[lo:min(lo+firstRows, len(rows))]
+		args = args[:0]
+		for _, r := range part {
+			args = append(args, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertRows("EventOutbox", outboxColumns, len(part)), args...); err != nil {
+			return nil, fmt.Errorf("events: insert %d first outbox rows (from chain %s): %w", len(part), part[0].ChainID, err)
+		}
+	}
+	return rows, nil
 }
 
 // Insert writes e's outbox row inside tx, allocating the chain's next
