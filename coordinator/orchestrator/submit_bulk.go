@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 	}
 	out := make([]BulkOutcome, len(items))
 	bodies := make([][]byte, len(items))
+	hashes := make([]sql.NullString, len(items))
 	for i, it := range items {
 		if strings.TrimSpace(it.Key) == "" {
 			out[i].Err = missingField("idempotency_key")
@@ -86,7 +88,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 		if err != nil {
 			return nil, fmt.Errorf("orchestrator: encode request %d: %w", i, err)
 		}
-		bodies[i] = body
+		bodies[i], hashes[i] = body, idem.HashBody(body)
 	}
 	var accepted, replayed, refused int
 	run := func(careful bool) error {
@@ -101,7 +103,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 			if careful {
 				err = o.bulkCarefulTx(ctx, tx, issuerBankID, items, bodies, res)
 			} else {
-				err = o.bulkFastTx(ctx, tx, issuerBankID, items, bodies, res)
+				err = o.bulkFastTx(ctx, tx, issuerBankID, items, bodies, hashes, res)
 			}
 			if err != nil {
 				return err
@@ -147,16 +149,19 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 // it back and runs the submission again with bulkCarefulTx.
 var errBulkCareful = errors.New("orchestrator: bulk submission needs the item-by-item run")
 
-// bulkFastTx is a bulk submission with batch-wide writes. Per item, in
-// order: the idempotency claim (a replay, an in-flight or conflicting key
-// is that item's outcome) and admitTx (a refusal abandons the claim; the
-// item wrote nothing else). Then for all admitted items at once: one
-// daily-limit consumption per payer (the sum of its items), the
-// Transactions rows and first FinalityLog entries
-// (lane.Lanes.InsertNewTxsInTx), the progress rows and work items by
-// multi-row INSERTs, and each key's stored answer. A payer's sum over its
-// daily limit, or a txid or key that exists, returns errBulkCareful.
-func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, res []BulkOutcome) error {
+// bulkFastTx is a bulk submission with batch-wide writes. First which
+// keys were used before (idem.Keys.Existing, one read per 256 keys); then
+// per item, in order: a used key is claimed as Submit claims it (a
+// replay, an in-flight or conflicting key is that item's outcome), a
+// fresh one is not claimed yet; admitTx (a refusal writes nothing). Then
+// for all admitted items at once: one daily-limit consumption per payer
+// (the sum of its items), the Transactions rows and first FinalityLog
+// entries (lane.Lanes.InsertNewTxsInTx), the progress rows and work
+// items, and each key's DONE row with its stored answer
+// (idem.Keys.DoneAll), all by multi-row INSERTs. A payer's sum over its
+// daily limit, a key twice in the batch, or a txid or key that exists,
+// returns errBulkCareful.
+func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, hashes []sql.NullString, res []BulkOutcome) error {
 	env := &submitEnv{}
 	type admitted struct {
 		i int
@@ -165,36 +170,55 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 	var ok []admitted
 	sums := map[string]int64{}
 	var payers []string
+	keys := make([]string, 0, len(items))
+	for i, it := range items {
+		if res[i].Err == nil {
+			keys = append(keys, idemKey(issuer, it.Key))
+		}
+	}
+	exist, err := o.keys.Existing(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(keys))
 	for i, it := range items {
 		if res[i].Err != nil {
 			continue
 		}
 		key := idemKey(issuer, it.Key)
-		r, err := o.keys.Acquire(ctx, tx, key, bodies[i])
-		if err != nil {
-			if _, isDomain := domainerr.As(err); !isDomain {
-				return err
+		if seen[key] {
+			return errBulkCareful // a key twice in one batch: the second is in flight, item by item
+		}
+		seen[key] = true
+		if exist[key] {
+			// Used before: the claim resolves it (a replay of a DONE key
+			// with the same body, in flight, or a conflict).
+			r, err := o.keys.Acquire(ctx, tx, key, bodies[i])
+			if err != nil {
+				if _, isDomain := domainerr.As(err); !isDomain {
+					return err
+				}
+				res[i].Err = err
+				continue
 			}
-			res[i].Err = err
+			switch r.Outcome {
+			case idem.Replay:
+				if res[i].Result, err = replayOf(key, r.Response); err != nil {
+					return err
+				}
+			case idem.InFlight:
+				res[i].Err = inFlight(key)
+			default:
+				return errBulkCareful // gone since Existing read it: never within one transaction
+			}
 			continue
 		}
-		switch r.Outcome {
-		case idem.Replay:
-			if res[i].Result, err = replayOf(key, r.Response); err != nil {
-				return err
-			}
-			continue
-		case idem.InFlight:
-			res[i].Err = inFlight(key)
-			continue
-		}
+		// A fresh key is not claimed now: its DONE row is written with the
+		// batch (idem.Keys.DoneAll), and a refused item leaves none.
 		a, err := o.admitTx(ctx, tx, it.Req, issuer, env)
 		if err != nil {
 			if _, isDomain := domainerr.As(err); !isDomain {
 				return err
-			}
-			if _, aerr := o.keys.Abandon(ctx, tx, key); aerr != nil {
-				return aerr
 			}
 			res[i].Err = err
 			continue
@@ -256,16 +280,21 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 	if err := insertRows(ctx, tx, "OrchestratorQueue", queueColumns, queue); err != nil {
 		return err
 	}
+	done := make([]idem.Done, len(ok))
 	for j, a := range ok {
 		r := SubmitResult{TxID: ns[j].TxID, Lane: a.a.eff, RequestedLane: items[a.i].Req.Lane, State: string(lane.Received), AcceptedAt: stamp}
 		resp, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("orchestrator: encode answer: %w", err)
 		}
-		if err := o.keys.Complete(ctx, tx, idemKey(issuer, items[a.i].Key), resp); err != nil {
-			return err
-		}
+		done[j] = idem.Done{Key: idemKey(issuer, items[a.i].Key), RequestHash: hashes[a.i], Response: resp}
 		res[a.i].Result = r
+	}
+	if err := o.keys.DoneAll(ctx, tx, done); err != nil {
+		if errors.Is(err, idem.ErrExists) {
+			return errBulkCareful
+		}
+		return err
 	}
 	return nil
 }
