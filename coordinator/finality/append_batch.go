@@ -57,6 +57,10 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 		out[i].EventSeq, out[i].OccurredAt = first+int64(i), now
 		out[i].EntryHash = ComputeHash(Genesis, out[i])
 	}
+	var after func(ctx context.Context, tx *store.Tx) error
+	if l.AfterAppendFirst != nil {
+		after = l.AfterAppendFirst(ctx, out)
+	}
 	args := make([]any, 0, batchRows*len(entryColumns))
 	for lo := 0; lo < len(out); lo += batchRows {
 		part := out[lo:min(lo+batchRows, len(out))]
@@ -73,8 +77,8 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 			return nil, fmt.Errorf("finality: insert %d first entries: %w", len(part), err)
 		}
 	}
-	if l.AfterAppendFirst != nil {
-		if err := l.AfterAppendFirst(ctx, tx, out); err != nil {
+	if after != nil {
+		if err := after(ctx, tx); err != nil {
 			return nil, fmt.Errorf("finality: after-append hook for %d first entries: %w", len(out), err)
 		}
 	} else if l.AfterAppend != nil {

@@ -96,12 +96,16 @@ type Log struct {
 	// of its own; it must not append to the FinalityLog itself.
 	AfterAppend func(ctx context.Context, tx *store.Tx, e Entry) error
 
-	// AfterAppendFirst, when set, runs instead of AfterAppend for the
+	// AfterAppendFirst, when set, is used instead of AfterAppend for the
 	// entries of one AppendFirstTx (every one the first of its chain), all
-	// at once, in the same transaction: the event outbox writes their rows
-	// by multi-row INSERTs and signs them on every core. It must do for
-	// each entry what AfterAppend would.
-	AfterAppendFirst func(ctx context.Context, tx *store.Tx, es []Entry) error
+	// at once. It is called with the entries as they will be written,
+	// before their INSERTs, and returns the function that writes its own
+	// rows in the same transaction after them: work that needs no
+	// database (the event outbox builds and signs its messages on the
+	// other cores) overlaps the entries' INSERTs. The returned function
+	// must do for each entry what AfterAppend would; it is not called
+	// when an INSERT fails.
+	AfterAppendFirst func(ctx context.Context, es []Entry) func(ctx context.Context, tx *store.Tx) error
 }
 
 // New returns a Log reading occurred_at from clk (clock.System{} when nil).

@@ -68,24 +68,31 @@ func Install(l *finality.Log, p Producer, s *Signer) {
 		return nil
 	}
 	prevFirst := l.AfterAppendFirst
-	l.AfterAppendFirst = func(ctx context.Context, tx *store.Tx, es []finality.Entry) error {
-		switch {
-		case prevFirst != nil:
-			if err := prevFirst(ctx, tx, es); err != nil {
-				return err
-			}
-		case prev != nil:
-			for _, e := range es {
-				if err := prev(ctx, tx, e); err != nil {
+	l.AfterAppendFirst = func(ctx context.Context, es []finality.Entry) func(ctx context.Context, tx *store.Tx) error {
+		var prevWrite func(ctx context.Context, tx *store.Tx) error
+		if prevFirst != nil {
+			prevWrite = prevFirst(ctx, es)
+		}
+		signed := signFirst(es, p, s)
+		return func(ctx context.Context, tx *store.Tx) error {
+			switch {
+			case prevWrite != nil:
+				if err := prevWrite(ctx, tx); err != nil {
 					return err
 				}
+			case prevFirst == nil && prev != nil:
+				for _, e := range es {
+					if err := prev(ctx, tx, e); err != nil {
+						return err
+					}
+				}
 			}
+			if _, err := signed.write(ctx, tx); err != nil {
+				return err
+			}
+			tx.AfterCommit(wake.Notify)
+			return nil
 		}
-		if _, err := InsertFirst(ctx, tx, es, p, s); err != nil {
-			return err
-		}
-		tx.AfterCommit(wake.Notify)
-		return nil
 	}
 }
 
@@ -104,42 +111,60 @@ var outboxColumns = []string{"outbox_seq", "log_id", "chain_id", "event_seq", "e
 // chain that already has an outbox row is refused by the unique index on
 // (chain_id, event_seq), and the transaction must roll back.
 func InsertFirst(ctx context.Context, tx *store.Tx, es []finality.Entry, p Producer, s *Signer) ([]Row, error) {
-	rows := make([]Row, len(es))
-	for _, e := range es {
-		if e.PrevHash != finality.Genesis {
-			return nil, fmt.Errorf("events: %s (chain %s) is not the first entry of its chain", e.LogID, e.ChainID())
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), (len(es)+63)/64)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
+	return signFirst(es, p, s).write(ctx, tx)
+}
+
+// firstBatch is the outbox rows of first entries being built and signed
+// by signFirst's goroutines.
+type firstBatch struct {
+	rows []Row
+	errs []error
+	wg   sync.WaitGroup
+}
+
+// signFirst starts building, signing and encoding the outbox rows of es
+// (first entries of their chains) on every core and returns at once;
+// write waits for them and inserts them.
+func signFirst(es []finality.Entry, p Producer, s *Signer) *firstBatch {
+	workers := max(1, min(runtime.GOMAXPROCS(0), (len(es)+63)/64))
+	b := &firstBatch{rows: make([]Row, len(es)), errs: make([]error, workers)}
 	for w := range workers {
-		wg.Add(1)
+		b.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer b.wg.Done()
 			for i := w; i < len(es); i += workers {
 				e := es[i]
+				if e.PrevHash != finality.Genesis {
+					b.errs[w] = fmt.Errorf("events: %s (chain %s) is not the first entry of its chain", e.LogID, e.ChainID())
+					return
+				}
 				m := NewMessage(e, 1, "", p)
 				if s != nil {
 					if err := s.Sign(&m); err != nil {
-						errs[w] = err
+						b.errs[w] = err
 						return
 					}
 				}
-				b, err := m.encode()
+				enc, err := m.encode()
 				if err != nil {
-					errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
+					b.errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
 					return
 				}
-				rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
-					MessageJSON: string(b), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+				b.rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
+					MessageJSON: string(enc), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
 			}
 		}()
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	return b
+}
+
+// write waits for the rows and inserts them inside tx by multi-row INSERTs.
+func (b *firstBatch) write(ctx context.Context, tx *store.Tx) ([]Row, error) {
+	b.wg.Wait()
+	if err := errors.Join(b.errs...); err != nil {
 		return nil, err
 	}
+	rows := b.rows
 	args := make([]any, 0, firstRows*len(outboxColumns))
 	for lo := 0; lo < len(rows); lo += firstRows {
 		part := rows[lo:min(lo+firstRows, len(rows))]
