@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -67,28 +69,15 @@ const FailBulkBeforeThen = "orchestrator.bulk-before-then"
 // after it.
 //
 // The participants and PR-HV-THRESHOLD are read once per submission; the
-// request bodies are encoded before the transaction, off the writer.
+// request bodies are encoded before the transaction, off the writer, on
+// every core (encodeBulk).
 func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, items []BulkItem, then BulkThen) ([]BulkOutcome, error) {
 	if strings.TrimSpace(issuerBankID) == "" {
 		return nil, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
 	}
-	out := make([]BulkOutcome, len(items))
-	bodies := make([][]byte, len(items))
-	hashes := make([]sql.NullString, len(items))
-	for i, it := range items {
-		if strings.TrimSpace(it.Key) == "" {
-			out[i].Err = missingField("idempotency_key")
-			continue
-		}
-		if err := ident.Check(ident.IdempotencyKey, "idempotency_key", it.Key); err != nil {
-			out[i].Err = err
-			continue
-		}
-		body, err := json.Marshal(it.Req)
-		if err != nil {
-			return nil, fmt.Errorf("orchestrator: encode request %d: %w", i, err)
-		}
-		bodies[i], hashes[i] = body, idem.HashBody(body)
+	out, bodies, hashes, err := encodeBulk(items)
+	if err != nil {
+		return nil, err
 	}
 	var accepted, replayed, refused int
 	run := func(careful bool) error {
@@ -128,7 +117,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 			return nil
 		})
 	}
-	err := run(false)
+	err = run(false)
 	if errors.Is(err, errBulkCareful) {
 		// Something unusual (a daily limit reached within the batch, a
 		// txid that exists): nothing of the first run was committed; run
@@ -142,6 +131,43 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 	o.log.InfoContext(ctx, "orchestrator.bulk_accepted", "issuer_bank_id", issuerBankID, "items", len(items),
 		"accepted", accepted, "replayed", replayed, "refused", refused)
 	return out, nil
+}
+
+// encodeBulk checks each item's key and encodes its request body and the
+// body's hash, off the writer, split over every core: the outcomes so
+// far (a bad key refuses its item), the bodies and their hashes.
+func encodeBulk(items []BulkItem) ([]BulkOutcome, [][]byte, []sql.NullString, error) {
+	out := make([]BulkOutcome, len(items))
+	bodies := make([][]byte, len(items))
+	hashes := make([]sql.NullString, len(items))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(items)/256))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(items); i += workers {
+				it := items[i]
+				if strings.TrimSpace(it.Key) == "" {
+					out[i].Err = missingField("idempotency_key")
+					continue
+				}
+				if err := ident.Check(ident.IdempotencyKey, "idempotency_key", it.Key); err != nil {
+					out[i].Err = err
+					continue
+				}
+				body, err := json.Marshal(it.Req)
+				if err != nil {
+					errs[w] = fmt.Errorf("orchestrator: encode request %d: %w", i, err)
+					return
+				}
+				bodies[i], hashes[i] = body, idem.HashBody(body)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, bodies, hashes, errors.Join(errs...)
 }
 
 // errBulkCareful stops a bulk submission's fast run when a batch-wide
