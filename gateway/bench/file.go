@@ -30,7 +30,9 @@ type FileOptions struct {
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds each wait: for the file to be accepted, for every
-	// transfer to be terminal, for the result file (default 10m).
+	// transfer to be terminal, for the result file (default 10m and 3 ms
+	// a record: a loaded machine gives a large file's drop a fraction of a
+	// core).
 	Quiesce time.Duration
 	// AcceptedOnly stops the run once the drop is ACCEPTED: no BULK
 	// window, no settlement, no result file. The invariants checked are
@@ -175,7 +177,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 		return rep, fmt.Errorf("bench: --banks %d: need at least 2", o.Banks)
 	}
 	if o.Quiesce <= 0 {
-		o.Quiesce = 10 * time.Minute
+		o.Quiesce = 10*time.Minute + time.Duration(o.Records)*3*time.Millisecond // 1,000,000 records: 1h 0m
 	}
 	cfg := FileConfig(o.Banks)
 	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg, WatchFiles: true, WatchEvery: 50 * time.Millisecond})
