@@ -9,6 +9,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 // DoneAll leaves for each key the row Acquire then Complete leave (over
@@ -16,9 +17,13 @@ import (
 // keys that have a row, and a key that exists fails DoneAll with
 // ErrExists and, rolled back, changes nothing.
 func TestDoneAllWritesWhatAcquireAndCompleteWrite(t *testing.T) {
+	storetest.Each(t, testDoneAll)
+}
+
+func testDoneAll(t *testing.T, be storetest.Backend) {
 	ctx := context.Background()
 	k := New(clock.NewManual(t0), nil)
-	one, many := openDB(t), openDB(t)
+	one, many := storetest.Open(t, be, "one", store.Schema), storetest.Open(t, be, "many", store.Schema)
 	var ds []Done
 	var keys []string
 	for i := range manyRows + 10 {
