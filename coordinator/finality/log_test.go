@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,3 +225,32 @@ func TestSchemaRefusesForkedChains(t *testing.T) {
 }
 
 func errCode(err error) string { return domainerr.Code(err) }
+
+// Log ids are version 7 UUIDs of the log's clock: ids of later instants
+// sort after earlier ones (the log_id index is appended to, not written
+// at random), and ids of one instant are still distinct.
+func TestLogIDsAreTimeOrderedUUIDs(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 12, 3, 1, 2, 3, 0, time.UTC))
+	l := New(clk)
+	var ids []string
+	seen := map[string]bool{}
+	for i := range 2000 {
+		if i%100 == 0 {
+			clk.Advance(time.Millisecond)
+		}
+		id := l.newID()
+		if len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) || seen[id] {
+			t.Fatalf("id %d %q: not a fresh version 7 UUID", i, id)
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	for i := 100; i < len(ids); i += 100 {
+		if ids[i-1] >= ids[i] {
+			t.Fatalf("id of a later millisecond %s sorts before %s", ids[i], ids[i-1])
+		}
+	}
+	if !strings.HasPrefix(ids[0], "01a2396c-") { // 2026-12-03T01:02:03.001Z in Unix ms, hex
+		t.Fatalf("id %s does not start with the clock's milliseconds", ids[0])
+	}
+}

@@ -92,7 +92,7 @@ func Open(ctx context.Context, path, schema string) (*DB, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
-	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate")
+	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate&_cache_size=-32768")
 	if err != nil {
 		return nil, fmt.Errorf("store: open writer %s: %w", path, err)
 	}

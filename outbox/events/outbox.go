@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -63,6 +65,116 @@ func Install(l *finality.Log, p Producer, s *Signer) {
 		tx.AfterCommit(wake.Notify)
 		return nil
 	}
+	prevFirst := l.AfterAppendFirst
+	l.AfterAppendFirst = func(ctx context.Context, es []finality.Entry) func(ctx context.Context, tx *store.Tx) error {
+		var prevWrite func(ctx context.Context, tx *store.Tx) error
+		if prevFirst != nil {
+			prevWrite = prevFirst(ctx, es)
+		}
+		signed := signFirst(es, p, s)
+		return func(ctx context.Context, tx *store.Tx) error {
+			switch {
+			case prevWrite != nil:
+				if err := prevWrite(ctx, tx); err != nil {
+					return err
+				}
+			case prevFirst == nil && prev != nil:
+				for _, e := range es {
+					if err := prev(ctx, tx, e); err != nil {
+						return err
+					}
+				}
+			}
+			if _, err := signed.write(ctx, tx); err != nil {
+				return err
+			}
+			tx.AfterCommit(wake.Notify)
+			return nil
+		}
+	}
+}
+
+// firstRows is how many outbox rows one multi-row INSERT of InsertFirst
+// writes (8 placeholders each).
+const firstRows = 128
+
+var outboxColumns = []string{"outbox_seq", "log_id", "chain_id", "event_seq", "event_type", "message_json", "headers", "created_at"}
+
+// InsertFirst writes the outbox rows of es inside tx, each entry the
+// first of its chain (prev_hash finality.Genesis, as
+// finality.Log.AppendFirstTx appends them), so each row is its chain's
+// event 1 with no causation: the rows Insert would write one by one,
+// without reading any chain's tip. The messages are built, signed and
+// encoded on every core at once, then written by multi-row INSERTs. A
+// chain that already has an outbox row is refused by the unique index on
+// (chain_id, event_seq), and the transaction must roll back.
+func InsertFirst(ctx context.Context, tx *store.Tx, es []finality.Entry, p Producer, s *Signer) ([]Row, error) {
+	return signFirst(es, p, s).write(ctx, tx)
+}
+
+// firstBatch is the outbox rows of first entries being built and signed
+// by signFirst's goroutines.
+type firstBatch struct {
+	rows []Row
+	errs []error
+	wg   sync.WaitGroup
+}
+
+// signFirst starts building, signing and encoding the outbox rows of es
+// (first entries of their chains) on every core and returns at once;
+// write waits for them and inserts them.
+func signFirst(es []finality.Entry, p Producer, s *Signer) *firstBatch {
+	workers := max(1, min(runtime.GOMAXPROCS(0), (len(es)+63)/64))
+	b := &firstBatch{rows: make([]Row, len(es)), errs: make([]error, workers)}
+	for w := range workers {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for i := w; i < len(es); i += workers {
+				e := es[i]
+				if e.PrevHash != finality.Genesis {
+					b.errs[w] = fmt.Errorf("events: %s (chain %s) is not the first entry of its chain", e.LogID, e.ChainID())
+					return
+				}
+				m := NewMessage(e, 1, "", p)
+				if s != nil {
+					if err := s.Sign(&m); err != nil {
+						b.errs[w] = err
+						return
+					}
+				}
+				enc, err := m.encode()
+				if err != nil {
+					b.errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
+					return
+				}
+				b.rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
+					MessageJSON: string(enc), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+			}
+		}()
+	}
+	return b
+}
+
+// write waits for the rows and inserts them inside tx by multi-row INSERTs.
+func (b *firstBatch) write(ctx context.Context, tx *store.Tx) ([]Row, error) {
+	b.wg.Wait()
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, err
+	}
+	rows := b.rows
+	args := make([]any, 0, firstRows*len(outboxColumns))
+	for lo := 0; lo < len(rows); lo += firstRows {
+		part := rows[lo:min(lo+firstRows, len(rows))]
+		args = args[:0]
+		for _, r := range part {
+			args = append(args, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertRows("EventOutbox", outboxColumns, len(part)), args...); err != nil {
+			return nil, fmt.Errorf("events: insert %d first outbox rows (from chain %s): %w", len(part), part[0].ChainID, err)
+		}
+	}
+	return rows, nil
 }
 
 // Insert writes e's outbox row inside tx, allocating the chain's next
