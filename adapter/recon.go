@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -206,7 +207,7 @@ func (a *Adapter) recordDrift(ctx context.Context, r ReconResult, source string)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("adapter: read drifts: %w", err)
 		}
-		r.DriftID = newID("DRIFT-")
+		r.DriftID = "DRIFT-" + uuid.New()
 		_, err = tx.ExecContext(ctx, `INSERT INTO AdapterReconDrift
 			(drift_id, bank_id, account_hash, core_account, shadow_balance, core_balance, drift, source, status, detected_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'OPEN', ?)`,

@@ -2,9 +2,7 @@ package cases
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
@@ -173,7 +172,7 @@ func (c *Cases) OpenCase(ctx context.Context, tx *store.Tx, req OpenRequest) (Op
 		}
 	}
 
-	id := "CASE-" + newUUID()
+	id := "CASE-" + uuid.New()
 	deadline := req.SLADeadline
 	if deadline.IsZero() {
 		sla, err := c.slaTx(ctx, tx)
@@ -428,17 +427,6 @@ func (c *Cases) SweepSLADB(ctx context.Context, db *store.DB) (ids []string, err
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("cases: crypto/rand failed: %v", err))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
 
 // OpenStates are the states of a Case nobody has closed yet.
 var OpenStates = []string{StateOpen, StateInProgress, StateEscalated}

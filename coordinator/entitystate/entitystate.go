@@ -2,17 +2,13 @@ package entitystate
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -216,46 +212,3 @@ func History(ctx context.Context, tx *store.Tx, entityType, entityID string) ([]
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-
-// newUUID returns a version 7 UUID (RFC 9562): the first 48 bits are the
-// Unix milliseconds of now, then a 42-bit counter (rand_a and the top of
-// rand_b) that restarts at a random value each millisecond and keeps ids
-// of one process increasing even when now does not move (a manual clock),
-// then 32 random bits. Increasing ids are appended to the end of
-// EntityStateLog's primary-key index instead of landing on a random leaf
-// page per row, which is what a batch writing thousands of rows (an
-// overnight file's postings) spends most of its time on once the log is
-// large.
-func newUUID(now time.Time) string {
-	var r [8]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		panic(fmt.Sprintf("entitystate: crypto/rand failed: %v", err))
-	}
-	ms := uint64(now.UnixMilli())
-	idClock.Lock()
-	if ms > idClock.ms {
-		idClock.ms, idClock.ctr = ms, binary.BigEndian.Uint64(r[:8])>>23 // 41 random bits: room to count
-	} else {
-		idClock.ctr++
-		if idClock.ctr >= 1<<42 {
-			idClock.ms, idClock.ctr = idClock.ms+1, 0
-		}
-	}
-	ms, ctr := idClock.ms, idClock.ctr
-	idClock.Unlock()
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[0:8], ms<<16)
-	b[6] = 0x70 | byte(ctr>>38)&0x0f // version 7, counter bits 41..38
-	b[7] = byte(ctr >> 30)           // counter bits 37..30
-	b[8] = 0x80 | byte(ctr>>24)&0x3f // variant, counter bits 29..24
-	b[9], b[10], b[11] = byte(ctr>>16), byte(ctr>>8), byte(ctr)
-	copy(b[12:], r[:4])
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// idClock is the last millisecond and counter newUUID used.
-var idClock struct {
-	sync.Mutex
-	ms, ctr uint64
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 var t0 = time.Date(2026, 4, 1, 3, 0, 0, 0, time.UTC)
@@ -300,7 +301,7 @@ const moduleRoot = "../.."
 // the clock does not move (a manual clock) and when it goes back.
 func TestLogIDsIncrease(t *testing.T) {
 	at := time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC)
-	prev := newUUID(at)
+	prev := uuid.NewV7(at)
 	seen := map[string]bool{prev: true}
 	for i := 0; i < 10000; i++ {
 		now := at
@@ -310,7 +311,7 @@ func TestLogIDsIncrease(t *testing.T) {
 		case i == 5000:
 			now = at.Add(-time.Hour)
 		}
-		id := newUUID(now)
+		id := uuid.NewV7(now)
 		if id <= prev || seen[id] {
 			t.Fatalf("id %d %s after %s", i, id, prev)
 		}

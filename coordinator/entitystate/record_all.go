@@ -9,6 +9,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // recordRows is how many EntityStateLog rows one multi-row INSERT writes.
@@ -40,7 +41,7 @@ func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact)
 				}
 				payload = sql.NullString{String: string(raw), Valid: true}
 			}
-			args = append(args, "ESL-"+newUUID(t), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
+			args = append(args, "ESL-"+uuid.NewV7(t), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
 				nullable(f.ReasonCode), nullable(f.Actor), payload, now)
 		}
 		if _, err := tx.ExecContext(ctx, store.InsertRows("EntityStateLog", logColumns, len(part)), args...); err != nil {

@@ -2,7 +2,6 @@ package finality
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -11,11 +10,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // Genesis is the prev_hash of the first entry of every chain.
@@ -113,7 +112,7 @@ func New(clk clock.Clock) *Log {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Log{clock: clk, newID: func() string { return newUUID(clk.Now()) }}
+	return &Log{clock: clk, newID: func() string { return uuid.NewV7(clk.Now()) }}
 }
 
 // Clock is the clock the log stamps occurred_at with.
@@ -245,24 +244,4 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
-}
-
-// newUUID returns a time-ordered (version 7, RFC 9562) UUID for the
-// instant now: 48 bits of Unix milliseconds, then 74 random bits. Log ids
-// of entries appended one after the other sort together, so a commit of
-// many entries dirties a few pages at the end of the log_id index instead
-// of one random page per entry (issue 14). Uniqueness is the random bits'.
-func newUUID(now time.Time) string {
-	var b [16]byte
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic("finality: crypto/rand failed: " + err.Error()) // never happens on supported platforms
-	}
-	ms := uint64(now.UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (40 - 8*i))
-	}
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
