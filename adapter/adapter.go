@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,7 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 	if cfg.DBPath == "" {
 		return nil, errors.New("adapter: Config.DBPath is required")
 	}
-	db, err := store.Open(ctx, cfg.DBPath, Schema)
+	db, err := OpenDB(ctx, cfg.DBPath)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", cfg.BankID, err)
 	}
@@ -137,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 	return a, nil
 }
 
-// New wires an Adapter on an already opened database (opened with Schema).
+// New wires an Adapter on an already opened database (opened by OpenDB).
 func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
 		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, inqWait: cfg.InquiryTimeout,
@@ -214,13 +213,4 @@ func newRef() string {
 	var b [10]byte
 	_, _ = rand.Read(b[:])
 	return "P" + refEncoding.EncodeToString(b[:])[:PostingRefLength-1]
-}
-
-func newID(prefix string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return prefix + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -15,8 +15,9 @@ import (
 // (BLOCKED postings) and reconciliation (drifts).
 //
 // Cases aggregate by cause ("CAUSE:{bank}:{reason_code}", one cause one
-// case): a second detection for the same bank and reason joins the open
-// case, and links its txid when it has one. Repeating an OpenCase with the
+// case, or "CAUSE:{bank}:{reason_code}:{cause}" when the request names its
+// cause, as a drift does): a second detection of the same cause joins the
+// open case, and links its txid when it has one. Repeating an OpenCase with the
 // same request therefore returns the same case, which is what the outbox
 // and reconciliation need from the DedupKey after a crash.
 type CoordinatorCases struct {
@@ -39,6 +40,7 @@ func (c CoordinatorCases) OpenCase(ctx context.Context, req outbox.CaseRequest) 
 		RelatedTxID:   req.RelatedTxID,
 		CausePartyID:  req.CausePartyID,
 		DetectionPath: req.DetectionPath,
+		Cause:         req.Cause,
 		EvidenceRefs:  evidence,
 	})
 	if err != nil {

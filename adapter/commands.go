@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -51,7 +52,7 @@ func (a *Adapter) ReserveFunds(ctx context.Context, req bankapi.ReserveFundsRequ
 		if err := a.requireBank(ctx, tx); err != nil {
 			return bankapi.ReserveFundsResponse{}, err
 		}
-		ref, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, req.TxID, req.AccountHash, req.Amount.Value, newID("RSV-"))
+		ref, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, req.TxID, req.AccountHash, req.Amount.Value, "RSV-"+uuid.New())
 		if err != nil {
 			return bankapi.ReserveFundsResponse{}, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // Notification kinds.
@@ -63,7 +64,7 @@ func (a *Adapter) PullNotifications(ctx context.Context, limit int) ([]Notificat
 	if limit <= 0 {
 		limit = 100
 	}
-	token := newID("PULL-")
+	token := "PULL-" + uuid.New()
 	var out []Notification
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
 		out = nil

@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/outbox"
 )
 
@@ -206,7 +207,7 @@ func (a *Adapter) recordDrift(ctx context.Context, r ReconResult, source string)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("adapter: read drifts: %w", err)
 		}
-		r.DriftID = newID("DRIFT-")
+		r.DriftID = "DRIFT-" + uuid.New()
 		_, err = tx.ExecContext(ctx, `INSERT INTO AdapterReconDrift
 			(drift_id, bank_id, account_hash, core_account, shadow_balance, core_balance, drift, source, status, detected_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'OPEN', ?)`,
@@ -230,6 +231,14 @@ func (a *Adapter) recordDrift(ctx context.Context, r ReconResult, source string)
 	return r, err
 }
 
+// driftCause is the cause of a drift's Case: the account (by its hash,
+// never the account number) and the signed amount, so each drift is its
+// own Case ("CAUSE:{bank}:RECON_DRIFT:{hash}:{drift}") and a drift seen
+// again joins its Case.
+func driftCause(accountHash string, drift int64) string {
+	return fmt.Sprintf("%s:%+d", accountHash, drift)
+}
+
 func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, error) {
 	if a.cases == nil {
 		return "", domainerr.New("INVARIANT_VIOLATION", "reconciliation drift found but no CaseOpener is configured",
@@ -246,6 +255,7 @@ func (a *Adapter) openDriftCase(ctx context.Context, r ReconResult) (string, err
 		OpenedBy:      "BANK",
 		CausePartyID:  a.bank,
 		DetectionPath: "ADAPTER_RECON",
+		Cause:         driftCause(r.AccountHash, r.Drift),
 		Ref:           r.DriftID,
 		Account:       r.CoreAccount,
 		Amount:        amount,

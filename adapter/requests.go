@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // A command that asks the core (name-check) cannot claim, ask and answer
@@ -59,7 +60,7 @@ func twoPhase[R any](ctx context.Context, a *Adapter, command, requestID string,
 	}
 	raw := body[len(command)+1:]
 	key := a.requestKey(requestID)
-	token := newID("CLM-")
+	token := "CLM-" + uuid.New()
 	replay := false
 	err = a.db.Write(ctx, func(tx *store.Tx) error {
 		res, err := a.claim(ctx, tx, command, requestID, body)
@@ -280,7 +281,7 @@ func (a *Adapter) RecoverRequests(ctx context.Context) (Recovered, error) {
 		}
 	}
 	for _, c := range cands {
-		token := newID("CLM-")
+		token := "CLM-" + uuid.New()
 		var ok bool
 		if err := a.db.Write(ctx, func(tx *store.Tx) error {
 			var err error

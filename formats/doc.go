@@ -9,7 +9,10 @@
 //     (CRLF or no separator), reporting stray bytes by offset;
 //   - formats/zengin: Zengin (全銀協) 120-byte files;
 //   - formats/coremsg: the core MQ messages (電文);
+//   - formats/fixedfile: what the core's H…D…T batch files share (layout
+//     helpers, the file checker, trailer totals, Reader and Validate);
 //   - formats/overnight: overnight posting files and their result files;
+//   - formats/corebalance: the core balance file (EOD reconciliation);
 //   - formats/docgen: docs/formats/*.md generated from the layouts;
 //   - formats/filetool: the logic of `zcgw files describe|validate|convert`.
 //

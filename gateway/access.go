@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // Query authorization headers (spec 004 照会の認可).
@@ -62,7 +61,7 @@ func (a DBAudit) Record(ctx context.Context, rec AccessRecord) error {
 	}
 	return a.DB.Write(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO AccessAuditLog (access_id, occurred_at, subject_type, subject_id, purpose_code, resource, decision, reason_code)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "ACC-"+uuid(), clock.Stamp(clk.Now()), rec.SubjectType, nullable(rec.SubjectID),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, "ACC-"+uuid.New(), clock.Stamp(clk.Now()), rec.SubjectType, nullable(rec.SubjectID),
 			nullable(rec.PurposeCode), rec.Resource, rec.Decision, nullable(rec.ReasonCode))
 		return err
 	})
@@ -73,14 +72,6 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
-}
-
-func uuid() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // record writes an audit row; a failure is logged and never fails the

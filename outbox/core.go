@@ -147,6 +147,7 @@ type CaseRequest struct {
 	OpenedBy      string // "BANK"
 	CausePartyID  string // the bank
 	DetectionPath string // "OUTBOX_BLOCKED"
+	Cause         string // cases.OpenRequest.Cause: set when each detection is its own cause
 	Ref           string
 	Account       string
 	Amount        int64

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"github.com/zcgw/zcgw/formats/coreacct"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -41,13 +44,26 @@ func FitsFile(p Posting) error {
 // first (id order) into the same file, and the core applies a file in
 // detail order. A reversal waits while the reversed posting is unsettled
 // outside this file or BLOCKED awaiting an operator.
-const fileable = `o.bank = ? AND o.route = 'FILE' AND o.status = 'PENDING'
-	AND NOT EXISTS (SELECT 1 FROM AdapterOutbox e
-		WHERE e.bank = o.bank AND e.account = o.account AND e.id < o.id
-		  AND e.status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE') AND NOT (e.status = 'PENDING' AND e.route = 'FILE'))
+//
+// The in-flight rows are found once per cut (the CTE blocked: each
+// account's first in-flight id, read through the status and route
+// indexes), not once per candidate row by a scan of the account's earlier
+// rows. Parameters: bank, bank, bank.
+const fileable = `WITH blocked AS MATERIALIZED (SELECT account, MIN(id) AS first FROM (
+		SELECT account, id FROM AdapterOutbox WHERE status IN ('CLAIMED','IN_DOUBT','IN_FILE') AND bank = ?
+		UNION ALL
+		SELECT account, id FROM AdapterOutbox WHERE bank = ? AND route = 'MQ' AND status = 'PENDING') AS f
+	GROUP BY account),
+fileable AS (SELECT o.id FROM AdapterOutbox o
+	WHERE o.bank = ? AND o.route = 'FILE' AND o.status = 'PENDING'
+	AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.account = o.account AND b.first < o.id)
 	AND (o.reversal_of IS NULL OR NOT EXISTS (SELECT 1 FROM AdapterOutbox r
 		WHERE r.ref = o.reversal_of
-		  AND (r.status IN ('CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') OR (r.status = 'PENDING' AND r.route = 'MQ'))))`
+		  AND (r.status IN ('CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') OR (r.status = 'PENDING' AND r.route = 'MQ')))))
+`
+
+// logSlice is how many state log rows a cut builds before writing them.
+const logSlice = 4096
 
 // TakeForFile moves up to limit fileable FILE postings of bank, oldest
 // first, from PENDING to IN_FILE under fileID, numbering them 1..n (the
@@ -60,11 +76,10 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 			map[string]any{"file_id": fileID, "limit": limit})
 	}
 	now := clock.Stamp(o.clk.Now())
-	rows, err := tx.QueryContext(ctx, `UPDATE AdapterOutbox SET status = 'IN_FILE', file_id = ?, file_seq = r.rn, updated_at = ?
-		FROM (SELECT o.id, ROW_NUMBER() OVER (ORDER BY o.id) AS rn FROM AdapterOutbox o
-		      WHERE `+fileable+` ORDER BY o.id LIMIT ?) AS r
+	rows, err := tx.QueryContext(ctx, fileable+`UPDATE AdapterOutbox SET status = 'IN_FILE', file_id = ?, file_seq = r.rn, updated_at = ?
+		FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM fileable ORDER BY id LIMIT ?) AS r
 		WHERE AdapterOutbox.id = r.id AND AdapterOutbox.status = 'PENDING' AND AdapterOutbox.route = 'FILE'
-		RETURNING AdapterOutbox.id, AdapterOutbox.ref`, fileID, now, bank, limit)
+		RETURNING AdapterOutbox.id, AdapterOutbox.ref`, bank, bank, bank, fileID, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
 	}
@@ -84,10 +99,17 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 	if err := rows.Close(); err != nil {
 		return 0, fmt.Errorf("outbox: take for file %s: %w", fileID, err)
 	}
-	for _, t := range got {
-		if err := o.stateLog(ctx, tx, t.id, "OutboxFiled", Pending, InFile, "", o.actor,
-			map[string]any{"ref": t.ref, "file_id": fileID}); err != nil {
-			return 0, err
+	// The state log rows of the cut by multi-row INSERTs, a slice at a time.
+	from := string(Pending)
+	facts := make([]entitystate.Fact, 0, min(len(got), logSlice))
+	for lo := 0; lo < len(got); lo += logSlice {
+		facts = facts[:0]
+		for _, t := range got[lo:min(lo+logSlice, len(got))] {
+			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(t.id, 10), EventType: "OutboxFiled",
+				From: &from, To: string(InFile), Actor: o.actor, Payload: map[string]any{"ref": t.ref, "file_id": fileID}})
+		}
+		if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
+			return 0, fmt.Errorf("outbox: state log of %d filed postings: %w", len(facts), err)
 		}
 	}
 	if len(got) > 0 {
@@ -106,13 +128,21 @@ type FileEntry struct {
 
 // FileEntries returns the postings of fileID in detail order, with the side
 // each moves the account (a reversal moves it opposite to the reversed
-// posting). tx may be a read transaction.
+// posting). tx may be a read transaction. For a large file use
+// FileEntriesAfter, a slice at a time.
 func (o *Outbox) FileEntries(ctx context.Context, tx *store.Tx, fileID string) ([]FileEntry, error) {
+	return o.FileEntriesAfter(ctx, tx, fileID, 0, math.MaxInt32)
+}
+
+// FileEntriesAfter returns up to limit postings of fileID whose detail
+// numbers follow after, in detail order, as FileEntries does (the file's
+// index on file_id, file_seq: a slice costs its own rows only).
+func (o *Outbox) FileEntriesAfter(ctx context.Context, tx *store.Tx, fileID string, after int64, limit int) ([]FileEntry, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT o.file_seq, o.ref, o.txid, o.bank, o.account, o.kind, o.amount,
 		COALESCE(o.reversal_of,''), o.status,
 		CASE o.kind WHEN 'DEBIT' THEN 'D' WHEN 'CREDIT' THEN 'C'
 		     ELSE CASE (SELECT r.kind FROM AdapterOutbox r WHERE r.ref = o.reversal_of) WHEN 'CREDIT' THEN 'D' ELSE 'C' END END
-		FROM AdapterOutbox o WHERE o.file_id = ? ORDER BY o.file_seq`, fileID)
+		FROM AdapterOutbox o WHERE o.file_id = ? AND o.file_seq > ? ORDER BY o.file_seq LIMIT ?`, fileID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
 	}
@@ -132,6 +162,16 @@ func (o *Outbox) FileEntries(ctx context.Context, tx *store.Tx, fileID string) (
 		return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
 	}
 	return out, nil
+}
+
+// FileWaiting counts the postings of fileID still IN_FILE (waiting for the
+// core's answer).
+func (o *Outbox) FileWaiting(ctx context.Context, tx *store.Tx, fileID string) (int, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterOutbox WHERE file_id = ? AND status = 'IN_FILE'`, fileID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("outbox: postings waiting in %s: %w", fileID, err)
+	}
+	return n, nil
 }
 
 // SettleFromFile records the core's answer to an IN_FILE posting, inside

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -31,6 +32,7 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 	now := clock.Stamp(o.clk.Now())
 	facts := make([]entitystate.Fact, 0, len(answers))
 	inFile := string(InFile)
+	seen := make(map[string]bool, len(answers))
 	for lo := 0; lo < len(answers); lo += settleRows {
 		part := answers[lo:min(lo+settleRows, len(answers))]
 		args := make([]any, len(part))
@@ -60,6 +62,9 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 		if err := rs.Err(); err != nil {
 			return fmt.Errorf("outbox: settle from file: %w", err)
 		}
+		// The applied answers of the part by one UPDATE ... FROM (VALUES),
+		// the (rare) refusals one by one: each row guarded (IN_FILE, FILE).
+		var appliedArgs []any
 		for _, a := range part {
 			r, ok := rows[a.Ref]
 			if !ok || r.status != inFile {
@@ -70,31 +75,51 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is %s, not IN_FILE", a.Ref, status),
 					map[string]any{"ref": a.Ref, "status": status})
 			}
-			to, event, reason, coreRef := Applied, "OutboxFileApplied", "", a.CoreRef
-			var appliedAt any = now
-			if !a.Applied {
-				to, event, reason, coreRef, appliedAt = Blocked, "OutboxFileBlocked", a.Reason, "", nil
+			if seen[a.Ref] { // the same ref twice in answers
+				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is answered twice", a.Ref), map[string]any{"ref": a.Ref})
+			}
+			seen[a.Ref] = true
+			to, event, reason := Applied, "OutboxFileApplied", ""
+			if a.Applied {
+				appliedArgs = append(appliedArgs, r.id, nullStr(a.CoreRef))
+			} else {
+				to, event, reason = Blocked, "OutboxFileBlocked", a.Reason
 				if reason == "" {
 					reason = "BANK_ERROR"
 				}
-			}
-			ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, sends = sends + 1, reason_code = ?,
-				core_ref = ?, applied_at = ?, updated_at = ?, last_error = ?
-				WHERE id = ? AND status = 'IN_FILE' AND route = 'FILE'`,
-				string(to), nullStr(reason), nullStr(coreRef), appliedAt, now, nullStr(blockedMsg(a.Applied, reason)), r.id))
-			if err != nil {
-				return fmt.Errorf("outbox: settle from file %s: %w", a.Ref, err)
-			}
-			if !ok { // the same ref twice in answers
-				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is answered twice", a.Ref), map[string]any{"ref": a.Ref})
+				ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE AdapterOutbox SET status = ?, sends = sends + 1, reason_code = ?,
+					core_ref = NULL, applied_at = NULL, updated_at = ?, last_error = ?
+					WHERE id = ? AND status = 'IN_FILE' AND route = 'FILE'`,
+					string(to), reason, now, nullStr(blockedMsg(false, reason)), r.id))
+				if err != nil {
+					return fmt.Errorf("outbox: settle from file %s: %w", a.Ref, err)
+				}
+				if !ok {
+					return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: posting %s is no longer IN_FILE", a.Ref), map[string]any{"ref": a.Ref})
+				}
 			}
 			from := inFile
-			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: fmt.Sprint(r.id), EventType: event, From: &from,
+			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(r.id, 10), EventType: event, From: &from,
 				To: string(to), ReasonCode: reason, Actor: o.actor, Payload: map[string]any{"ref": a.Ref, "txid": r.txid}})
 			if a.Applied {
-				o.log.InfoContext(ctx, "outbox.apply", "id", r.id, "ref", a.Ref, "txid", r.txid, "core_ref", coreRef, "via", "file")
+				o.log.InfoContext(ctx, "outbox.apply", "id", r.id, "ref", a.Ref, "txid", r.txid, "core_ref", a.CoreRef, "via", "file")
 			} else {
 				o.log.WarnContext(ctx, "outbox.blocked", "id", r.id, "ref", a.Ref, "txid", r.txid, "reason_code", reason, "via", "file")
+			}
+		}
+		if k := len(appliedArgs) / 2; k > 0 {
+			res, err := tx.ExecContext(ctx, `WITH v(id, core_ref) AS (VALUES `+
+				strings.TrimSuffix(strings.Repeat("(CAST(? AS BIGINT), CAST(? AS TEXT)), ", k), ", ")+`)
+				UPDATE AdapterOutbox SET status = 'APPLIED', sends = sends + 1, reason_code = NULL, core_ref = v.core_ref,
+				applied_at = ?, updated_at = ?, last_error = NULL
+				FROM v WHERE AdapterOutbox.id = v.id AND AdapterOutbox.status = 'IN_FILE' AND AdapterOutbox.route = 'FILE'`,
+				append(appliedArgs, now, now)...)
+			if err != nil {
+				return fmt.Errorf("outbox: settle from file: %w", err)
+			}
+			if got, err := res.RowsAffected(); err != nil || got != int64(k) {
+				return domainerr.New("STATE_GUARD", fmt.Sprintf("outbox: %d of %d applied postings were still IN_FILE", got, k),
+					map[string]any{"applied": k, "updated": got})
 			}
 		}
 	}

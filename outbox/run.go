@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -309,7 +311,7 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		c, ok, err := o.claimPicked(ctx, InDoubt, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ?`, id) // not "SELECT ?": PostgreSQL types that parameter text
+		c, ok, err := o.claimPicked(ctx, InDoubt, owner, `SELECT CAST(? AS BIGINT)`, id)
 		if err != nil {
 			return res, err
 		}
@@ -408,7 +410,7 @@ func (o *Outbox) heads(ctx context.Context, n int) ([]head, error) {
 	err := o.db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT o.id, o.bank, o.account FROM AdapterOutbox o
 			WHERE o.id IN (SELECT MIN(id) FROM AdapterOutbox WHERE status IN ('PENDING','CLAIMED','IN_DOUBT','IN_FILE') GROUP BY bank, account)
-			  AND `+claimable+` ORDER BY o.bank, o.account`)
+			  AND `+claimable)
 		if err != nil {
 			return err
 		}
@@ -419,7 +421,7 @@ func (o *Outbox) heads(ctx context.Context, n int) ([]head, error) {
 			if err := rows.Scan(&h.id, &bank, &account); err != nil {
 				return err
 			}
-			h.key = bank + "\x00" + account // built here: PostgreSQL's text holds no NUL
+			h.key = bank + "\x00" + account
 			all = append(all, h)
 		}
 		return rows.Err()
@@ -427,6 +429,9 @@ func (o *Outbox) heads(ctx context.Context, n int) ([]head, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: pass: heads: %w", err)
 	}
+	// Ordered here, by bytes as the cursor is compared: a PostgreSQL
+	// database's collation may order text otherwise.
+	slices.SortFunc(all, func(a, b head) int { return strings.Compare(a.key, b.key) })
 	o.mu.Lock()
 	cursor := o.cursor
 	o.mu.Unlock()

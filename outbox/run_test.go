@@ -205,7 +205,9 @@ func TestRunReleasesClaimsWhenStopped(t *testing.T) {
 	// A claim of this very loop whose commit outlived its caller's context.
 	r.claimAs(t, id.Owner("outbox"), "Q1")
 	stop := runOutbox(t, r.ob, cfg)
-	<-core.entered // P1 is on the wire
+	// P1 is on the wire. (A Run whose passes fail never sends it: fail
+	// then, rather than wait forever.)
+	waitFor(t, "P1 on the wire", func() bool { return len(core.entered) > 0 })
 	stop()
 	if n := claimedRows(t, r.db); n != 0 {
 		t.Fatalf("%d rows left CLAIMED after Run stopped", n)

@@ -2,14 +2,13 @@ package corelink
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"github.com/zcgw/zcgw/formats/coreacct"
 	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/formats/coremsg"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -24,19 +23,10 @@ func parseAccount(s string) (coreacct.Key, error) {
 	return k, nil
 }
 
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
 // call encodes body, does one round trip and decodes the reply, checking
 // that it answers this request. txid may be empty.
 func (l *Link) call(ctx context.Context, op, txid string, body coremsg.Body) (*coremsg.Message, error) {
-	reqID := newRequestID()
+	reqID := uuid.New()
 	raw, err := coremsg.Encode(&coremsg.Message{Header: coremsg.Header{RequestID: reqID, TxID: txid,
 		BankCode: l.cfg.Bank, Timestamp: coremsg.FormatTimestamp(l.clk.Now())}, Body: body}, l.cs)
 	if err != nil {
@@ -157,7 +147,7 @@ func (l *Link) encodePosting(p outbox.Posting) (raw []byte, reqID string, err er
 	req := &coremsg.PostingRequest{Kind: kindCodes[p.Kind], PostingRef: p.Ref, OriginalRef: p.ReversalOf,
 		Branch: acct.Branch, AccountType: acct.Type, AccountNo: acct.Number, Amount: p.Amount, Currency: "JPY",
 		ValueDate: strings.ReplaceAll(clock.BusinessDate(l.clk.Now()), "-", "")}
-	reqID = newRequestID()
+	reqID = uuid.New()
 	raw, err = coremsg.Encode(&coremsg.Message{Header: coremsg.Header{RequestID: reqID, TxID: p.TxID,
 		BankCode: l.cfg.Bank, Timestamp: coremsg.FormatTimestamp(l.clk.Now())}, Body: req}, l.cs)
 	if err != nil {

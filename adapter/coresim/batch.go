@@ -69,12 +69,14 @@ func (c *Core) RunBatchFile(ctx context.Context, postingPath, resultPath string)
 	if vs.Header.BankCode != fmt.Sprintf("%04s", c.bank) {
 		return sum, fmt.Errorf("coresim: batch file %s is for bank %s, this core is %s", postingPath, vs.Header.BankCode, c.bank)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return sum, err
-	}
 	key := fmt.Sprintf("%s/%s/%d", vs.Header.BankCode, vs.Header.BusinessDate, vs.Header.FileSeq)
 	var result []byte
 	err = c.db.Write(ctx, func(tx *store.Tx) error {
+		// fn may run again (store.Write on PostgreSQL): start from the top.
+		sum.Records, sum.Applied, sum.Refused = 0, 0, 0
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
 		err := tx.QueryRowContext(ctx, `SELECT result FROM CoreBatchRuns WHERE run_key = ?`, key).Scan(&result)
 		if err == nil {
 			sum.Replayed = true
@@ -91,6 +93,21 @@ func (c *Core) RunBatchFile(ctx context.Context, postingPath, resultPath string)
 			CreatedAt: now.In(clock.JST).Format("20060102150405")}); err != nil {
 			return err
 		}
+		// Postings are decided and written a chunk at a time (batchPoster),
+		// exactly as post would one by one; results are written in file order.
+		bp := &batchPoster{c: c, tx: tx, now: clock.Stamp(now), emit: func(it *batchItem) error {
+			d := it.tag.(*overnight.PostingDetail)
+			res := &overnight.ResultDetail{Seq: d.Seq, Kind: d.Kind, Side: d.Side, TxID: d.TxID, Ref: d.Ref,
+				Account: d.Account, Amount: d.Amount, Code: resultCode(it.out.ReasonCode)}
+			if it.out.Applied {
+				sum.Applied++
+				res.CoreRef = journalNo(it.out.JournalID)
+				res.PostedDate = vs.Header.BusinessDate
+			} else {
+				sum.Refused++
+			}
+			return w.WriteResult(res)
+		}}
 		r := overnight.NewReader(f)
 		for {
 			rec, err := r.Next()
@@ -115,22 +132,12 @@ func (c *Core) RunBatchFile(ctx context.Context, postingPath, resultPath string)
 			default:
 				in.Kind = KindCredit
 			}
-			out, err := c.post(ctx, tx, in, SourceBatch, "")
-			if err != nil {
+			if err := bp.add(ctx, in, d); err != nil {
 				return err
 			}
-			res := &overnight.ResultDetail{Seq: d.Seq, Kind: d.Kind, Side: d.Side, TxID: d.TxID, Ref: d.Ref,
-				Account: d.Account, Amount: d.Amount, Code: resultCode(out.ReasonCode)}
-			if out.Applied {
-				sum.Applied++
-				res.CoreRef = journalNo(out.JournalID)
-				res.PostedDate = vs.Header.BusinessDate
-			} else {
-				sum.Refused++
-			}
-			if err := w.WriteResult(res); err != nil {
-				return err
-			}
+		}
+		if err := bp.flush(ctx); err != nil {
+			return err
 		}
 		if err := w.Close(); err != nil {
 			return err

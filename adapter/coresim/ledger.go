@@ -61,10 +61,11 @@ type Config struct {
 
 // Core is one simulated legacy core.
 type Core struct {
-	bank string
-	db   *store.DB
-	clk  clock.Clock
-	log  *slog.Logger
+	bank     string
+	db       *store.DB
+	postgres bool // db is PostgreSQL (no LastInsertId)
+	clk      clock.Clock
+	log      *slog.Logger
 
 	cs *charset.Charset
 
@@ -91,7 +92,7 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
-	c := &Core{bank: cfg.Bank, db: db, clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch,
+	c := &Core{bank: cfg.Bank, db: db, postgres: store.IsPostgres(cfg.DBPath), clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch,
 		onlineCh: make(chan struct{})}
 	if c.clk == nil {
 		c.clk = clock.System{}

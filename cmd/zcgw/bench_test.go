@@ -37,8 +37,9 @@ func TestBenchRunsAndReports(t *testing.T) {
 			P99 float64 `json:"p99_ms"`
 		} `json:"post_to_settled_latency"`
 		DBs []struct {
-			File    string `json:"file"`
-			Commits int64  `json:"commits"`
+			File       string `json:"file"`
+			Commits    int64  `json:"commits"`
+			Statements int64  `json:"statements"`
 		} `json:"dbs"`
 		ByLane []struct {
 			Lane          string `json:"lane"`
@@ -48,6 +49,7 @@ func TestBenchRunsAndReports(t *testing.T) {
 			} `json:"post_to_settled_latency"`
 		} `json:"by_lane"`
 		CommitsPerTx   float64  `json:"commits_per_settled"`
+		StmtsPerTx     float64  `json:"statements_per_settled"`
 		CPUPer1000     float64  `json:"cpu_s_per_1000"`
 		PeakRSSMB      float64  `json:"peak_rss_mb"`
 		Invariants     []string `json:"invariants_checked"`
@@ -58,7 +60,7 @@ func TestBenchRunsAndReports(t *testing.T) {
 		t.Fatalf("report is no JSON: %v\n%s", err, out)
 	}
 	if rep.Settled != 40 || rep.Cancelled != 0 || rep.SettledPerSec <= 0 || rep.Post.P50 <= 0 || rep.PostToSettled.P50 <= 0 || rep.PostToSettled.P99 < rep.PostToSettled.P50 ||
-		rep.CommitsPerTx <= 0 || rep.CPUPer1000 <= 0 || rep.PeakRSSMB <= 0 || rep.Breach != "" || rep.ChainsVerified < 40 {
+		rep.CommitsPerTx <= 0 || rep.StmtsPerTx < rep.CommitsPerTx || rep.CPUPer1000 <= 0 || rep.PeakRSSMB <= 0 || rep.Breach != "" || rep.ChainsVerified < 40 {
 		t.Errorf("report: %+v", rep)
 	}
 	if got := strings.Join(rep.Invariants, ","); got != "terminal,accounts,conservation,exactly-once,chains-verify" {
@@ -68,16 +70,16 @@ func TestBenchRunsAndReports(t *testing.T) {
 		rep.ByLane[1].PostToSettled.P50 <= 0 {
 		t.Errorf("by lane: %+v", rep.ByLane)
 	}
-	files := map[string]int64{}
+	files, stmts := map[string]int64{}, map[string]int64{}
 	for _, d := range rep.DBs {
-		files[d.File] = d.Commits
+		files[d.File], stmts[d.File] = d.Commits, d.Statements
 	}
 	if _, ok := files["zc.db job ledger"]; !ok {
 		t.Errorf("no job ledger in the report: %v", files)
 	}
 	for _, f := range []string{"zc.db", "ingress-nonces.db", "mq.db", "bank 001 adapter", "bank 001 core", "bank 002 adapter", "bank 002 core"} {
-		if files[f] <= 0 {
-			t.Errorf("database %s: %d commits in the report", f, files[f])
+		if files[f] <= 0 || stmts[f] < files[f] {
+			t.Errorf("database %s: %d commits, %d statements in the report", f, files[f], stmts[f])
 		}
 	}
 	if !strings.Contains(errs, "posted") {

@@ -29,7 +29,7 @@ func eventsUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: zcgw events tail [--follow] [--from SEQ] [--poll DUR]")
 	fmt.Fprintln(w, "       zcgw events status")
 	fmt.Fprintln(w, "       zcgw events publish --brokers H:P[,H:P] [--topic T] [--family PREFIX=TOPIC]... [--create-topics N]")
-	fmt.Fprintln(w, "tail prints one JSON object per outbox row: outbox_seq, sent_at, sent_topic, the event message and")
+	fmt.Fprintln(w, "tail prints one JSON object per outbox row: outbox_seq, sent (the broker acknowledged it), the event message and")
 	fmt.Fprintln(w, "its signature check against the KeyRegistry (\"valid\", \"unsigned\" or \"invalid: why\").")
 }
 
@@ -96,7 +96,18 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintln(e.Stderr, "zcgw events:", err)
 			return 1
 		}
+		st, err := ob.State(ctx)
+		if err != nil {
+			fmt.Fprintln(e.Stderr, "zcgw events:", err)
+			return 1
+		}
 		fmt.Fprintf(e.Stdout, "events %d, sent %d, unsent %d\n", c.Total, c.Total-c.Unsent, c.Unsent)
+		switch {
+		case st.Owner != "":
+			fmt.Fprintf(e.Stdout, "publisher %s (lease token %d until %s), acknowledged through outbox_seq %d\n", st.Owner, st.Token, clock.Stamp(st.Until), st.Acked)
+		default:
+			fmt.Fprintf(e.Stdout, "no publisher holds the lease, acknowledged through outbox_seq %d\n", st.Acked)
+		}
 		return 0
 	default:
 		return eventsPublish(ctx, e, fs, ob, *brokers, kafkapub.Topics{Default: *topic, Families: families}, *create)
@@ -106,8 +117,7 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 // tailLine is one line of `zcgw events tail`.
 type tailLine struct {
 	OutboxSeq int64           `json:"outbox_seq"`
-	SentAt    string          `json:"sent_at,omitempty"`
-	SentTopic string          `json:"sent_topic,omitempty"`
+	Sent      bool            `json:"sent"`
 	Signature string          `json:"signature"` // valid | unsigned | invalid: why
 	Message   json.RawMessage `json:"message"`
 }
@@ -115,7 +125,7 @@ type tailLine struct {
 func eventsTail(ctx context.Context, e *env, ob *events.Outbox, keys events.PublicKeys, from int64, follow bool, poll time.Duration) int {
 	enc := json.NewEncoder(e.Stdout)
 	err := ob.Tail(ctx, from, follow, poll, func(r events.Row) error {
-		return enc.Encode(tailLine{OutboxSeq: r.OutboxSeq, SentAt: r.SentAt, SentTopic: r.SentTopic,
+		return enc.Encode(tailLine{OutboxSeq: r.OutboxSeq, Sent: r.Sent,
 			Signature: signatureVerdict(r, keys), Message: json.RawMessage(r.MessageJSON)})
 	})
 	if err != nil && !(follow && errors.Is(err, context.Canceled)) {

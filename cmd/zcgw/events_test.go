@@ -71,11 +71,15 @@ func TestEventsTailAndStatus(t *testing.T) {
 	for _, ln := range lines {
 		var l struct {
 			OutboxSeq int64          `json:"outbox_seq"`
+			Sent      *bool          `json:"sent"`
 			Signature string         `json:"signature"`
 			Message   events.Message `json:"message"`
 		}
 		if err := json.Unmarshal([]byte(ln), &l); err != nil {
 			t.Fatalf("%q: %v", ln, err)
+		}
+		if l.Sent == nil || *l.Sent {
+			t.Errorf("outbox_seq %d: sent %v, want false (no publisher ran)", l.OutboxSeq, l.Sent)
 		}
 		if l.Signature != "valid" {
 			t.Errorf("outbox_seq %d: signature %q, want valid", l.OutboxSeq, l.Signature)
@@ -90,7 +94,8 @@ func TestEventsTailAndStatus(t *testing.T) {
 	}
 
 	out.Reset()
-	if code := run(context.Background(), []string{"--data", dir, "events", "status"}, &out, &errb); code != 0 || out.String() != "events 3, sent 0, unsent 3\n" {
+	if code := run(context.Background(), []string{"--data", dir, "events", "status"}, &out, &errb); code != 0 ||
+		out.String() != "events 3, sent 0, unsent 3\nno publisher holds the lease, acknowledged through outbox_seq 0\n" {
 		t.Fatalf("status exit %d: %q %s", code, out.String(), errb.String())
 	}
 }

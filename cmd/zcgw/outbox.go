@@ -65,7 +65,7 @@ func runOutbox(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.Stderr, "zcgw outbox: no adapter database for bank %s: %s does not exist\n", *bank, adb.Name)
 		return 1
 	}
-	db, err := store.Open(ctx, adb.Location, adapter.Schema)
+	db, err := adapter.OpenDB(ctx, adb.Location)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "zcgw outbox: %v\n", err)
 		return 1

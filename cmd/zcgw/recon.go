@@ -79,7 +79,7 @@ func runRecon(ctx context.Context, e *env, args []string) int {
 		if !loc.Exists {
 			continue
 		}
-		adb, err := store.Open(ctx, loc.Location, adapter.Schema)
+		adb, err := adapter.OpenDB(ctx, loc.Location)
 		if err != nil {
 			fmt.Fprintln(e.Stderr, "zcgw recon apply:", err)
 			return 1

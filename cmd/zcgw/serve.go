@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/gateway/node"
 )
@@ -38,7 +39,11 @@ func runServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.Stderr, "zcgw serve:", err)
 		return 1
 	}
-	fmt.Fprintf(e.Stdout, "zcgw serving on %s (data %s; credentials in %s/%s)\n", n.URL, e.DataDir, e.DataDir, node.ConfigFile)
+	where := "data " + e.DataDir
+	if n.Stores.Postgres() {
+		where += ", databases in " + store.Redact(n.Stores.URL)
+	}
+	fmt.Fprintf(e.Stdout, "zcgw serving on %s (%s; credentials in %s/%s)\n", n.URL, where, e.DataDir, node.ConfigFile)
 	<-ctx.Done() // main cancels ctx on SIGINT/SIGTERM
 	fmt.Fprintln(e.Stdout, "zcgw: shutting down (draining in-flight requests)")
 	if err := n.Close(); err != nil {

@@ -2,9 +2,7 @@ package cases
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
@@ -94,22 +93,33 @@ type OpenRequest struct {
 	RelatedGtID   string
 	CausePartyID  string // who caused it, when known
 	DetectionPath string // where it was detected, when the cause is unknown
-	EvidenceRefs  []string
-	SLADeadline   time.Time // zero: now + the default SLA
+	// Cause tells one cause apart from the others of the same party (or
+	// path) and reason, when each is its own case (a reconciliation
+	// drift: the account and the amount): it ends the cause key. Empty:
+	// the party and the reason are the cause.
+	Cause        string
+	EvidenceRefs []string
+	SLADeadline  time.Time // zero: now + the default SLA
 }
 
-// CauseKey is the aggregation key 'CAUSE:{cause_party_id|detection_path}:{reason_code}',
-// or "" when neither a cause party nor a detection path is given (such a
+// CauseKey is the aggregation key 'CAUSE:{cause_party_id|detection_path}:{reason_code}'
+// (followed by ':{cause}' when Cause is given), or "" when neither a cause party nor a detection path is given (such a
 // case stands alone: aggregating on the reason code alone would bundle
 // unrelated causes).
 func (r OpenRequest) CauseKey() string {
+	var key string
 	switch {
 	case r.CausePartyID != "":
-		return "CAUSE:" + r.CausePartyID + ":" + r.ReasonCode
+		key = "CAUSE:" + r.CausePartyID + ":" + r.ReasonCode
 	case r.DetectionPath != "":
-		return "CAUSE:" + r.DetectionPath + ":" + r.ReasonCode
+		key = "CAUSE:" + r.DetectionPath + ":" + r.ReasonCode
+	default:
+		return ""
 	}
-	return ""
+	if r.Cause != "" {
+		key += ":" + r.Cause
+	}
+	return key
 }
 
 func (r OpenRequest) linkKey() string {
@@ -162,7 +172,7 @@ func (c *Cases) OpenCase(ctx context.Context, tx *store.Tx, req OpenRequest) (Op
 		}
 	}
 
-	id := "CASE-" + newUUID()
+	id := "CASE-" + uuid.New()
 	deadline := req.SLADeadline
 	if deadline.IsZero() {
 		sla, err := c.slaTx(ctx, tx)
@@ -417,17 +427,6 @@ func (c *Cases) SweepSLADB(ctx context.Context, db *store.DB) (ids []string, err
 }
 
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("cases: crypto/rand failed: %v", err))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
 
 // OpenStates are the states of a Case nobody has closed yet.
 var OpenStates = []string{StateOpen, StateInProgress, StateEscalated}

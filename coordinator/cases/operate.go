@@ -138,8 +138,9 @@ type Filter struct {
 	// state, else exactly this state.
 	State string
 	Bank  string // cause_party_id
-	// Cause matches the reason code (e.g. RECON_DRIFT) or the whole cause
-	// key (CAUSE:001:BANK_ERROR).
+	// Cause matches the reason code (e.g. RECON_DRIFT), the whole cause
+	// key (CAUSE:001:BANK_ERROR) or the start of one, up to a colon
+	// (CAUSE:001:RECON_DRIFT matches every drift Case of bank 001).
 	Cause     string
 	SLABefore time.Time // only cases whose SLA deadline is before this (zero: any)
 	After     string    // keyset: only cases after this case id in list order
@@ -179,8 +180,10 @@ func (f Filter) where() (string, []any, error) {
 		args = append(args, f.Bank)
 	}
 	if f.Cause != "" {
-		q += " AND (reason_code = ? OR cause_key = ?)"
-		args = append(args, f.Cause, f.Cause)
+		// A cause key also matches the keys it starts (a drift's Case is
+		// CAUSE:{bank}:RECON_DRIFT:{account}:{amount}).
+		q += " AND (reason_code = ? OR cause_key = ? OR substr(cause_key, 1, ?) = ?)"
+		args = append(args, f.Cause, f.Cause, len(f.Cause)+1, f.Cause+":")
 	}
 	if !f.SLABefore.IsZero() {
 		// clock.Stamp strings sort in time order.

@@ -10,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 func listIDs(t *testing.T, db *store.DB, f Filter) ([]string, int64) {
@@ -23,7 +24,12 @@ func listIDs(t *testing.T, db *store.DB, f Filter) ([]string, int64) {
 }
 
 func TestListFiltersAndPages(t *testing.T) {
-	db := openDB(t)
+	storetest.Each(t, func(t *testing.T, bk storetest.Backend) {
+		testListFiltersAndPages(t, storetest.Open(t, bk, "zc", store.Schema))
+	})
+}
+
+func testListFiltersAndPages(t *testing.T, db *store.DB) {
 	clk := clock.NewManual(t0)
 	c := New(clk, nil, 0)
 	ctx := context.Background()
@@ -39,6 +45,16 @@ func TestListFiltersAndPages(t *testing.T) {
 	b := open("001", "RECON_DRIFT", 2*time.Hour)
 	d := open("002", "BANK_ERROR", 3*time.Hour)
 	e := open("002", "RECON_DRIFT", 4*time.Hour)
+	// A drift names its cause: its own Case, found by its bank's key too.
+	o, err := c.OpenCaseDB(ctx, db, OpenRequest{ReasonCode: "RECON_DRIFT", OpenedBy: "BANK", CausePartyID: "002",
+		Cause: "h9:+500", SLADeadline: t0.Add(5 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := o.CaseID
+	if g == e {
+		t.Fatal("a named cause joined the Case of its bank and reason")
+	}
 	if _, err := c.Decide(ctx, db, Decide{CaseID: d, Decision: DecisionResolved, Note: "fixed", Operator: "alice"}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +64,18 @@ func TestListFiltersAndPages(t *testing.T) {
 		want []string
 		more int64
 	}{
-		{"open by default, SLA order", Filter{}, []string{a, b, e}, 0},
-		{"all states", Filter{State: StateAll}, []string{a, b, d, e}, 0},
+		{"open by default, SLA order", Filter{}, []string{a, b, e, g}, 0},
+		{"all states", Filter{State: StateAll}, []string{a, b, d, e, g}, 0},
 		{"resolved", Filter{State: StateResolved}, []string{d}, 0},
 		{"bank", Filter{Bank: "001"}, []string{a, b}, 0},
-		{"cause by reason", Filter{Cause: "RECON_DRIFT"}, []string{b, e}, 0},
-		{"cause by key", Filter{Cause: "CAUSE:002:RECON_DRIFT"}, []string{e}, 0},
+		{"cause by reason", Filter{Cause: "RECON_DRIFT"}, []string{b, e, g}, 0},
+		{"cause by key", Filter{Cause: "CAUSE:002:RECON_DRIFT"}, []string{e, g}, 0},
+		{"cause by a whole named key", Filter{Cause: "CAUSE:002:RECON_DRIFT:h9:+500"}, []string{g}, 0},
+		{"cause by a key's start only up to a colon", Filter{Cause: "CAUSE:002:RECON"}, nil, 0},
 		{"sla before", Filter{SLABefore: t0.Add(150 * time.Minute)}, []string{a, b}, 0},
-		{"first page", Filter{State: StateAll, Limit: 2}, []string{a, b}, 2},
-		{"second page", Filter{State: StateAll, Limit: 2, After: b}, []string{d, e}, 0},
-		{"page with filter", Filter{Limit: 1, After: a}, []string{b}, 1},
+		{"first page", Filter{State: StateAll, Limit: 2}, []string{a, b}, 3},
+		{"second page", Filter{State: StateAll, Limit: 2, After: b}, []string{d, e}, 1},
+		{"page with filter", Filter{Limit: 1, After: a}, []string{b}, 2},
 	}
 	for _, tc := range cases {
 		got, more := listIDs(t, db, tc.f)
@@ -65,7 +83,7 @@ func TestListFiltersAndPages(t *testing.T) {
 			t.Errorf("%s: got %v (+%d), want %v (+%d)", tc.name, got, more, tc.want, tc.more)
 		}
 	}
-	err := db.Read(ctx, func(tx *store.Tx) error { _, err := List(ctx, tx, Filter{State: "CLOSED"}); return err })
+	err = db.Read(ctx, func(tx *store.Tx) error { _, err := List(ctx, tx, Filter{State: "CLOSED"}); return err })
 	if domainerr.Code(err) != "INVALID_REQUEST" {
 		t.Fatalf("bad state: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 var t0 = time.Date(2026, 4, 1, 3, 0, 0, 0, time.UTC)
@@ -295,3 +296,32 @@ func TestWritesStatusDetector(t *testing.T) {
 // moduleRoot is the repository root: tests run in their package folder,
 // coordinator/<package>.
 const moduleRoot = "../.."
+
+// Log ids are version 7 UUIDs that increase within a process, also when
+// the clock does not move (a manual clock) and when it goes back.
+func TestLogIDsIncrease(t *testing.T) {
+	at := time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC)
+	prev := uuid.NewV7(at)
+	seen := map[string]bool{prev: true}
+	for i := 0; i < 10000; i++ {
+		now := at
+		switch {
+		case i%1000 == 999:
+			at = at.Add(time.Millisecond)
+		case i == 5000:
+			now = at.Add(-time.Hour)
+		}
+		id := uuid.NewV7(now)
+		if id <= prev || seen[id] {
+			t.Fatalf("id %d %s after %s", i, id, prev)
+		}
+		if len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) {
+			t.Fatalf("not a version 7 UUID: %s", id)
+		}
+		seen[id] = true
+		prev = id
+	}
+	if got, want := prev[:8], fmt.Sprintf("%08x", uint64(at.UnixMilli())>>16); got != want {
+		t.Fatalf("time prefix %s, want %s", got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // recordRows is how many EntityStateLog rows one multi-row INSERT writes.
@@ -22,7 +23,8 @@ var logColumns = []string{"log_id", "entity_type", "entity_id", "event_type", "s
 // INSERTs: for a batch that changed many entities in one transaction (an
 // overnight result file settling its postings).
 func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact) error {
-	now := clock.Stamp(clk.Now())
+	t := clk.Now()
+	now := clock.Stamp(t)
 	args := make([]any, 0, recordRows*len(logColumns))
 	for lo := 0; lo < len(facts); lo += recordRows {
 		part := facts[lo:min(lo+recordRows, len(facts))]
@@ -39,7 +41,7 @@ func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact)
 				}
 				payload = sql.NullString{String: string(raw), Valid: true}
 			}
-			args = append(args, "ESL-"+newUUID(), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
+			args = append(args, "ESL-"+uuid.NewV7(t), f.EntityType, f.EntityID, f.EventType, f.From, f.To,
 				nullable(f.ReasonCode), nullable(f.Actor), payload, now)
 		}
 		if _, err := tx.ExecContext(ctx, store.InsertRows("EntityStateLog", logColumns, len(part)), args...); err != nil {

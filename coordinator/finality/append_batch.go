@@ -21,7 +21,8 @@ var entryColumns = []string{"log_id", "txid", "gtid", "event_type", "state_from"
 // the same transaction (a bulk submission). It is Append for many chains
 // at once, with the same checks and the same entries (consecutive
 // event_seq in evs order, one occurred_at), written by multi-row INSERTs;
-// AfterAppend runs for every entry. A chain that already has an entry is
+// AfterAppendFirst runs once for all of them when set, else AfterAppend
+// for every entry. A chain that already has an entry is
 // refused by the fork guard (the unique index on the chain and prev_hash):
 // CONCURRENCY_CONFLICT, and the caller must roll back, since earlier rows
 // of evs may be written.
@@ -56,6 +57,10 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 		out[i].EventSeq, out[i].OccurredAt = first+int64(i), now
 		out[i].EntryHash = ComputeHash(Genesis, out[i])
 	}
+	var after func(ctx context.Context, tx *store.Tx) error
+	if l.AfterAppendFirst != nil {
+		after = l.AfterAppendFirst(ctx, out)
+	}
 	args := make([]any, 0, batchRows*len(entryColumns))
 	for lo := 0; lo < len(out); lo += batchRows {
 		part := out[lo:min(lo+batchRows, len(out))]
@@ -72,7 +77,14 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 			return nil, fmt.Errorf("finality: insert %d first entries: %w", len(part), err)
 		}
 	}
-	if l.AfterAppend != nil {
+	for _, e := range out {
+		tx.SetMemo(tipMemo(e.ChainID()), chainTipMemo{e.LogID, e.EntryHash})
+	}
+	if after != nil {
+		if err := after(ctx, tx); err != nil {
+			return nil, fmt.Errorf("finality: after-append hook for %d first entries: %w", len(out), err)
+		}
+	} else if l.AfterAppend != nil {
 		for _, e := range out {
 			if err := l.AfterAppend(ctx, tx, e); err != nil {
 				return nil, fmt.Errorf("finality: after-append hook for %s: %w", e.LogID, err)

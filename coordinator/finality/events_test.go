@@ -77,6 +77,9 @@ func eventTypeLiterals(fset *token.FileSet, f *ast.File) map[string]token.Positi
 				lit(x.Args[0])
 			}
 		case *ast.CompositeLit:
+			if x.Type != nil && isName(x.Type, "Fact") {
+				return true // an entitystate.Fact: its EventType names an EntityStateLog event, not a FinalityLog one
+			}
 			for _, el := range x.Elts {
 				kv, ok := el.(*ast.KeyValueExpr)
 				if !ok {

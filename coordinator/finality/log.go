@@ -2,7 +2,6 @@ package finality
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -15,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // Genesis is the prev_hash of the first entry of every chain.
@@ -94,6 +94,17 @@ type Log struct {
 	// "queued for publication" commit together. It must only write rows
 	// of its own; it must not append to the FinalityLog itself.
 	AfterAppend func(ctx context.Context, tx *store.Tx, e Entry) error
+
+	// AfterAppendFirst, when set, is used instead of AfterAppend for the
+	// entries of one AppendFirstTx (every one the first of its chain), all
+	// at once. It is called with the entries as they will be written,
+	// before their INSERTs, and returns the function that writes its own
+	// rows in the same transaction after them: work that needs no
+	// database (the event outbox builds and signs its messages on the
+	// other cores) overlaps the entries' INSERTs. The returned function
+	// must do for each entry what AfterAppend would; it is not called
+	// when an INSERT fails.
+	AfterAppendFirst func(ctx context.Context, es []Entry) func(ctx context.Context, tx *store.Tx) error
 }
 
 // New returns a Log reading occurred_at from clk (clock.System{} when nil).
@@ -101,7 +112,7 @@ func New(clk clock.Clock) *Log {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Log{clock: clk, newID: newUUID}
+	return &Log{clock: clk, newID: func() string { return uuid.NewV7(clk.Now()) }}
 }
 
 // Clock is the clock the log stamps occurred_at with.
@@ -159,6 +170,7 @@ func (l *Log) Append(ctx context.Context, tx *store.Tx, ev Event) (Entry, error)
 		}
 		return Entry{}, fmt.Errorf("finality: insert entry of chain %s: %w", e.ChainID(), err)
 	}
+	tx.SetMemo(tipMemo(e.ChainID()), chainTipMemo{e.LogID, e.EntryHash})
 	if l.AfterAppend != nil {
 		if err := l.AfterAppend(ctx, tx, e); err != nil {
 			return Entry{}, fmt.Errorf("finality: after-append hook for %s: %w", e.LogID, err)
@@ -167,8 +179,22 @@ func (l *Log) Append(ctx context.Context, tx *store.Tx, ev Event) (Entry, error)
 	return e, nil
 }
 
+// chainTipMemo is a chain's last entry as this transaction appended it.
+type chainTipMemo struct{ logID, hash string }
+
+// tipMemo is the Tx memo key of a chain's tip: a transaction that appends
+// several entries to one chain (a drive step of two transitions, a group
+// commit carrying several steps of one transfer) reads the tip once; the
+// later appends chain onto the entry the transaction itself wrote. The
+// fork guard (the unique index on the chain and prev_hash) still refuses
+// any entry whose prev_hash is not the chain's tip.
+func tipMemo(chainID string) string { return "finality.tip:" + chainID }
+
 // chainTip returns the entry_hash of the chain's last entry, or Genesis.
 func chainTip(ctx context.Context, tx *store.Tx, txid, gtid string) (string, error) {
+	if t, ok := tx.Memo(tipMemo(ChainIDOf(txid, gtid))); ok {
+		return t.(chainTipMemo).hash, nil
+	}
 	var q string
 	var args []any
 	switch {
@@ -218,16 +244,4 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("finality: crypto/rand failed: " + err.Error()) // never happens on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,47 +203,6 @@ func TestAfterAppendRunsInTheSameTransaction(t *testing.T) {
 	}
 }
 
-func TestConcurrentAppendsNeverForkAChain(t *testing.T) {
-	ctx := context.Background()
-	db := openDB(t)
-	l := New(clock.System{})
-	const workers, each = 16, 10
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				for _, ev := range []Event{
-					{TxID: "TX-HOT", Type: MisrecordCorrected, StateTo: "SETTLED", Payload: map[string]int{"w": w, "i": i}},
-					{Type: DnsIntradayCutoff, StateTo: "CUTOFF", Payload: map[string]int{"w": w, "i": i}},
-				} {
-					if err := db.Write(ctx, func(tx *store.Tx) error { _, err := l.Append(ctx, tx, ev); return err }); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, chain := range []string{"TX-HOT", GlobalChain} {
-		r, err := VerifyChain(ctx, db, chain)
-		if err != nil || !r.OK() || r.Entries != workers*each {
-			t.Fatalf("chain %s: %+v %v; want %d intact entries", chain, r, err, workers*each)
-		}
-	}
-	var distinctPrev, seqs, maxSeq int
-	if err := db.Read(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT COUNT(DISTINCT prev_hash), COUNT(DISTINCT event_seq), MAX(event_seq) FROM FinalityLog WHERE txid = 'TX-HOT' OR txid IS NULL").Scan(&distinctPrev, &seqs, &maxSeq)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if distinctPrev != 2*workers*each-1 || seqs != 2*workers*each || maxSeq != 2*workers*each { // both chains start at GENESIS
-		t.Fatalf("distinct prev=%d seqs=%d max=%d", distinctPrev, seqs, maxSeq)
-	}
-}
-
 // The partial unique indexes refuse a forked chain even if a writer
 // bypassed Append (belt and braces for the single-writer serialisation).
 func TestSchemaRefusesForkedChains(t *testing.T) {
@@ -266,3 +225,32 @@ func TestSchemaRefusesForkedChains(t *testing.T) {
 }
 
 func errCode(err error) string { return domainerr.Code(err) }
+
+// Log ids are version 7 UUIDs of the log's clock: ids of later instants
+// sort after earlier ones (the log_id index is appended to, not written
+// at random), and ids of one instant are still distinct.
+func TestLogIDsAreTimeOrderedUUIDs(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 12, 3, 1, 2, 3, 0, time.UTC))
+	l := New(clk)
+	var ids []string
+	seen := map[string]bool{}
+	for i := range 2000 {
+		if i%100 == 0 {
+			clk.Advance(time.Millisecond)
+		}
+		id := l.newID()
+		if len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) || seen[id] {
+			t.Fatalf("id %d %q: not a fresh version 7 UUID", i, id)
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	for i := 100; i < len(ids); i += 100 {
+		if ids[i-1] >= ids[i] {
+			t.Fatalf("id of a later millisecond %s sorts before %s", ids[i], ids[i-1])
+		}
+	}
+	if !strings.HasPrefix(ids[0], "01a2396c-") { // 2026-12-03T01:02:03.001Z in Unix ms, hex
+		t.Fatalf("id %s does not start with the clock's milliseconds", ids[0])
+	}
+}

@@ -2,9 +2,7 @@ package hlimit
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +10,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 )
 
@@ -96,7 +95,7 @@ func (h *H) ReserveH(ctx context.Context, tx *store.Tx, req ReserveRequest) (Res
 			map[string]any{"mode": req.Mode})
 	}
 	if req.ReservationID == "" {
-		req.ReservationID = "HRES-" + newUUID()
+		req.ReservationID = "HRES-" + uuid.New()
 	} else if existing, err := get(ctx, tx, req.ReservationID); err == nil {
 		if existing.TxID != req.TxID || existing.BankID != req.BankID || existing.Currency != req.Currency ||
 			existing.Amount != req.Amount || existing.Mode != req.Mode {
@@ -295,17 +294,6 @@ func UsageOf(ctx context.Context, tx *store.Tx, bankID, currency string) (Usage,
 		return Usage{}, fmt.Errorf("hlimit: usage of %s %s: %w", bankID, currency, err)
 	}
 	return u, nil
-}
-
-func newUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("hlimit: crypto/rand failed: %v", err))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // ReserveDB is ReserveH in its own write transaction.

@@ -95,44 +95,6 @@ func TestKeyBuilders(t *testing.T) {
 	}
 }
 
-// 32 concurrent acquires of one key: exactly one owner, one row.
-func TestConcurrentAcquireOneOwner(t *testing.T) {
-	db := openDB(t)
-	k := New(clock.NewManual(t0), nil)
-	ctx := context.Background()
-	key, _ := TxKey("TX-RACE", "PaymentInitiated", "001")
-	const n = 32
-	outcomes := make([]Outcome, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r, err := k.AcquireDB(ctx, db, key, []byte(`{"amount":1000}`))
-			outcomes[i], errs[i] = r.Outcome, err
-		}()
-	}
-	close(start)
-	wg.Wait()
-	count := map[Outcome]int{}
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("acquire %d: %v", i, errs[i])
-		}
-		count[outcomes[i]]++
-	}
-	if count[Fresh] != 1 || count[InFlight] != n-1 {
-		t.Fatalf("outcomes %v, want 1 FRESH and %d IN_FLIGHT", count, n-1)
-	}
-	got := rows(t, db)
-	if len(got) != 1 || got[0].Key != key || got[0].Status != StatusProcessing {
-		t.Fatalf("rows %+v", got)
-	}
-}
-
 func TestReplayConflictAndInFlight(t *testing.T) {
 	db := openDB(t)
 	clk := clock.NewManual(t0)

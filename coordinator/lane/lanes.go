@@ -65,10 +65,14 @@ type row struct {
 	Owner   string
 }
 
+// readRow reads the row a primitive is about to move, locking it on
+// PostgreSQL (tx.ForUpdate): another node's uncommitted move is waited
+// for, so a primitive that does not apply reports where the row really
+// is (SQLite's write transaction is exclusive already).
 func readRow(ctx context.Context, tx *store.Tx, txid string) (row, error) {
 	var r row
 	var state string
-	err := tx.QueryRowContext(ctx, "SELECT state, version, owner FROM Transactions WHERE txid = ?", txid).Scan(&state, &r.Version, &r.Owner)
+	err := tx.QueryRowContext(ctx, "SELECT state, version, owner FROM Transactions WHERE txid = ?"+tx.ForUpdate(), txid).Scan(&state, &r.Version, &r.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, domainerr.New("TX_NOT_FOUND", "transaction not found", map[string]any{"txid": txid})
 	}

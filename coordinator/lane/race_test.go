@@ -15,48 +15,6 @@ import (
 
 const racers = 16
 
-func TestRacingSameTransitionAppliesExactlyOnce(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	e.seedTx(t, "TX-R", Received, OwnerZC)
-	var applied atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < racers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			res, err := e.lanes.TransitionWithLog(ctx, Transition{TxID: "TX-R", From: Received, To: Prechecked, EventType: finality.PreCheckPassed})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if res.Applied {
-				applied.Add(1)
-			} else if res.PreviousState != Prechecked {
-				t.Errorf("loser saw state %s", res.PreviousState)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if applied.Load() != 1 {
-		t.Fatalf("applied %d times, want 1", applied.Load())
-	}
-	r := e.row(t, "TX-R")
-	if r.State != Prechecked || r.Version != 1 || r.Logs != 2 {
-		t.Fatalf("row %+v, want PRECHECKED v1 with 2 entries (insert + one transition)", r)
-	}
-	var n int
-	if err := e.db.Read(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM FinalityLog WHERE txid='TX-R' AND event_type='PreCheckPassed'").Scan(&n)
-	}); err != nil || n != 1 {
-		t.Fatalf("PreCheckPassed entries = %d (%v), want 1", n, err)
-	}
-	e.verify(t)
-}
-
 // Cancel races a decision (H_RESERVED -> DECIDED_TO_SETTLE). Whichever
 // wins, H is released and the payer's daily total given back if and only
 // if the cancel won, and only once.

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 var t0 = time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC) // 10:00 JST
@@ -131,8 +132,6 @@ type fixture struct {
 
 func newFixture(t testing.TB, mod func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewManual(t0), b: newFakeBanks()}
-	var err error
 	dir := t.TempDir()
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() { // behaviour, not disk latency
 		if d, err := os.MkdirTemp("/dev/shm", "orch-"); err == nil {
@@ -140,7 +139,20 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 			dir = d
 		}
 	}
-	if f.db, err = store.Open(f.ctx, filepath.Join(dir, "zc.db"), store.Schema); err != nil {
+	return newFixtureAt(t, filepath.Join(dir, "zc.db"), mod)
+}
+
+// newFixtureOn is newFixture on backend b (storetest).
+func newFixtureOn(t testing.TB, b storetest.Backend, mod func(*Config)) *fixture {
+	t.Helper()
+	return newFixtureAt(t, b.Location(t, "zc"), mod)
+}
+
+func newFixtureAt(t testing.TB, location string, mod func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewManual(t0), b: newFakeBanks()}
+	var err error
+	if f.db, err = store.Open(f.ctx, location, store.Schema); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.db.Close() })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 	"sync"
 	"testing"
 	"time"
@@ -126,9 +127,14 @@ func TestBackoffDoublesUpToMax(t *testing.T) {
 // TestClaimRace races N workers (each its own Orchestrator on the shared
 // database, as separate processes would be) over M transfers: every work
 // item is claimed and processed exactly once, and every transfer settles
-// once.
+// once. On each backend (storetest): it is the work-queue claim scenario
+// of the store conformance suite (test/storeconf).
 func TestClaimRace(t *testing.T) {
-	f := newFixture(t, nil)
+	storetest.Each(t, testClaimRace)
+}
+
+func testClaimRace(t *testing.T, b storetest.Backend) {
+	f := newFixtureOn(t, b, nil)
 	const m, workers = 40, 8
 	var ids []string
 	for i := 0; i < m; i++ {

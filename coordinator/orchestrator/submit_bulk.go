@@ -2,10 +2,13 @@ package orchestrator
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -66,27 +69,15 @@ const FailBulkBeforeThen = "orchestrator.bulk-before-then"
 // after it.
 //
 // The participants and PR-HV-THRESHOLD are read once per submission; the
-// request bodies are encoded before the transaction, off the writer.
+// request bodies are encoded before the transaction, off the writer, on
+// every core (encodeBulk).
 func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, items []BulkItem, then BulkThen) ([]BulkOutcome, error) {
 	if strings.TrimSpace(issuerBankID) == "" {
 		return nil, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
 	}
-	out := make([]BulkOutcome, len(items))
-	bodies := make([][]byte, len(items))
-	for i, it := range items {
-		if strings.TrimSpace(it.Key) == "" {
-			out[i].Err = missingField("idempotency_key")
-			continue
-		}
-		if err := ident.Check(ident.IdempotencyKey, "idempotency_key", it.Key); err != nil {
-			out[i].Err = err
-			continue
-		}
-		body, err := json.Marshal(it.Req)
-		if err != nil {
-			return nil, fmt.Errorf("orchestrator: encode request %d: %w", i, err)
-		}
-		bodies[i] = body
+	out, bodies, hashes, err := encodeBulk(items)
+	if err != nil {
+		return nil, err
 	}
 	var accepted, replayed, refused int
 	run := func(careful bool) error {
@@ -101,7 +92,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 			if careful {
 				err = o.bulkCarefulTx(ctx, tx, issuerBankID, items, bodies, res)
 			} else {
-				err = o.bulkFastTx(ctx, tx, issuerBankID, items, bodies, res)
+				err = o.bulkFastTx(ctx, tx, issuerBankID, items, bodies, hashes, res)
 			}
 			if err != nil {
 				return err
@@ -126,7 +117,7 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 			return nil
 		})
 	}
-	err := run(false)
+	err = run(false)
 	if errors.Is(err, errBulkCareful) {
 		// Something unusual (a daily limit reached within the batch, a
 		// txid that exists): nothing of the first run was committed; run
@@ -142,21 +133,61 @@ func (o *Orchestrator) SubmitBulk(ctx context.Context, issuerBankID string, item
 	return out, nil
 }
 
+// encodeBulk checks each item's key and encodes its request body and the
+// body's hash, off the writer, split over every core: the outcomes so
+// far (a bad key refuses its item), the bodies and their hashes.
+func encodeBulk(items []BulkItem) ([]BulkOutcome, [][]byte, []sql.NullString, error) {
+	out := make([]BulkOutcome, len(items))
+	bodies := make([][]byte, len(items))
+	hashes := make([]sql.NullString, len(items))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(items)/256))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(items); i += workers {
+				it := items[i]
+				if strings.TrimSpace(it.Key) == "" {
+					out[i].Err = missingField("idempotency_key")
+					continue
+				}
+				if err := ident.Check(ident.IdempotencyKey, "idempotency_key", it.Key); err != nil {
+					out[i].Err = err
+					continue
+				}
+				body, err := json.Marshal(it.Req)
+				if err != nil {
+					errs[w] = fmt.Errorf("orchestrator: encode request %d: %w", i, err)
+					return
+				}
+				bodies[i], hashes[i] = body, idem.HashBody(body)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, bodies, hashes, errors.Join(errs...)
+}
+
 // errBulkCareful stops a bulk submission's fast run when a batch-wide
 // write met something only the item-by-item run decides: SubmitBulk rolls
 // it back and runs the submission again with bulkCarefulTx.
 var errBulkCareful = errors.New("orchestrator: bulk submission needs the item-by-item run")
 
-// bulkFastTx is a bulk submission with batch-wide writes. Per item, in
-// order: the idempotency claim (a replay, an in-flight or conflicting key
-// is that item's outcome) and admitTx (a refusal abandons the claim; the
-// item wrote nothing else). Then for all admitted items at once: one
-// daily-limit consumption per payer (the sum of its items), the
-// Transactions rows and first FinalityLog entries
-// (lane.Lanes.InsertNewTxsInTx), the progress rows and work items by
-// multi-row INSERTs, and each key's stored answer. A payer's sum over its
-// daily limit, or a txid or key that exists, returns errBulkCareful.
-func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, res []BulkOutcome) error {
+// bulkFastTx is a bulk submission with batch-wide writes. First which
+// keys were used before (idem.Keys.Existing, one read per 256 keys); then
+// per item, in order: a used key is claimed as Submit claims it (a
+// replay, an in-flight or conflicting key is that item's outcome), a
+// fresh one is not claimed yet; admitTx (a refusal writes nothing). Then
+// for all admitted items at once: one daily-limit consumption per payer
+// (the sum of its items), the Transactions rows and first FinalityLog
+// entries (lane.Lanes.InsertNewTxsInTx), the progress rows and work
+// items, and each key's DONE row with its stored answer
+// (idem.Keys.DoneAll), all by multi-row INSERTs. A payer's sum over its
+// daily limit, a key twice in the batch, or a txid or key that exists,
+// returns errBulkCareful.
+func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer string, items []BulkItem, bodies [][]byte, hashes []sql.NullString, res []BulkOutcome) error {
 	env := &submitEnv{}
 	type admitted struct {
 		i int
@@ -165,36 +196,55 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 	var ok []admitted
 	sums := map[string]int64{}
 	var payers []string
+	keys := make([]string, 0, len(items))
+	for i, it := range items {
+		if res[i].Err == nil {
+			keys = append(keys, idemKey(issuer, it.Key))
+		}
+	}
+	exist, err := o.keys.Existing(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(keys))
 	for i, it := range items {
 		if res[i].Err != nil {
 			continue
 		}
 		key := idemKey(issuer, it.Key)
-		r, err := o.keys.Acquire(ctx, tx, key, bodies[i])
-		if err != nil {
-			if _, isDomain := domainerr.As(err); !isDomain {
-				return err
+		if seen[key] {
+			return errBulkCareful // a key twice in one batch: the second is in flight, item by item
+		}
+		seen[key] = true
+		if exist[key] {
+			// Used before: the claim resolves it (a replay of a DONE key
+			// with the same body, in flight, or a conflict).
+			r, err := o.keys.Acquire(ctx, tx, key, bodies[i])
+			if err != nil {
+				if _, isDomain := domainerr.As(err); !isDomain {
+					return err
+				}
+				res[i].Err = err
+				continue
 			}
-			res[i].Err = err
+			switch r.Outcome {
+			case idem.Replay:
+				if res[i].Result, err = replayOf(key, r.Response); err != nil {
+					return err
+				}
+			case idem.InFlight:
+				res[i].Err = inFlight(key)
+			default:
+				return errBulkCareful // gone since Existing read it: never within one transaction
+			}
 			continue
 		}
-		switch r.Outcome {
-		case idem.Replay:
-			if res[i].Result, err = replayOf(key, r.Response); err != nil {
-				return err
-			}
-			continue
-		case idem.InFlight:
-			res[i].Err = inFlight(key)
-			continue
-		}
+		// A fresh key is not claimed now: its DONE row is written with the
+		// batch (idem.Keys.DoneAll), and a refused item leaves none.
 		a, err := o.admitTx(ctx, tx, it.Req, issuer, env)
 		if err != nil {
 			if _, isDomain := domainerr.As(err); !isDomain {
 				return err
-			}
-			if _, aerr := o.keys.Abandon(ctx, tx, key); aerr != nil {
-				return aerr
 			}
 			res[i].Err = err
 			continue
@@ -256,16 +306,21 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 	if err := insertRows(ctx, tx, "OrchestratorQueue", queueColumns, queue); err != nil {
 		return err
 	}
+	done := make([]idem.Done, len(ok))
 	for j, a := range ok {
 		r := SubmitResult{TxID: ns[j].TxID, Lane: a.a.eff, RequestedLane: items[a.i].Req.Lane, State: string(lane.Received), AcceptedAt: stamp}
 		resp, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("orchestrator: encode answer: %w", err)
 		}
-		if err := o.keys.Complete(ctx, tx, idemKey(issuer, items[a.i].Key), resp); err != nil {
-			return err
-		}
+		done[j] = idem.Done{Key: idemKey(issuer, items[a.i].Key), RequestHash: hashes[a.i], Response: resp}
 		res[a.i].Result = r
+	}
+	if err := o.keys.DoneAll(ctx, tx, done); err != nil {
+		if errors.Is(err, idem.ErrExists) {
+			return errBulkCareful
+		}
+		return err
 	}
 	return nil
 }

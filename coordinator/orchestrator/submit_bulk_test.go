@@ -2,12 +2,14 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -168,5 +170,53 @@ func TestSubmitBulkThenCommitsWithTheTransfers(t *testing.T) {
 	}
 	if seen != 10 || f.count(`SELECT COUNT(*) FROM Transactions`) != 10 {
 		t.Fatalf("then saw %d outcomes; %d transfers", seen, f.count(`SELECT COUNT(*) FROM Transactions`))
+	}
+}
+
+// Keys of a batch resolve as Submit's would: a key already DONE with the
+// same body replays its answer, with another body it is
+// IDEMPOTENCY_KEY_CONFLICT, a key twice in the batch replays the first,
+// and each fresh key gets one DONE row holding its answer and its body's
+// hash (written with the batch, not claimed and then completed).
+func TestSubmitBulkKeysResolveAsSubmitWould(t *testing.T) {
+	f := newFixture(t, nil)
+	items := bulkItems(6, func(i int) int64 { return int64(500 + i) })
+	first := f.submit(items[1].Req, items[1].Key) // done, same body: a replay
+	other := items[2].Req
+	other.Amount.Value = 9
+	f.submit(other, items[2].Key) // done with another body: a conflict
+	items[5].Key = items[4].Key   // twice in the batch
+	items[5].Req = items[4].Req
+	out, err := f.o.SubmitBulk(f.ctx, "001", items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := outcomeCodes(out)
+	if !slices.Equal(codes, []string{"", "replay", "IDEMPOTENCY_KEY_CONFLICT", "", "", "replay"}) {
+		t.Fatalf("outcomes %q", codes)
+	}
+	if out[1].Result.TxID != first.TxID || out[5].Result.TxID != out[4].Result.TxID || out[4].Result.TxID == "" {
+		t.Fatalf("replays answer %s and %s, want %s and %s", out[1].Result.TxID, out[5].Result.TxID, first.TxID, out[4].Result.TxID)
+	}
+	for _, i := range []int{0, 3, 4} {
+		body, err := json.Marshal(items[i].Req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status, hash string
+		var resp []byte
+		if err := f.o.db.Read(f.ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(f.ctx, `SELECT status, request_hash, response_body FROM IdempotencyKeys WHERE key = ?`,
+				idemKey("001", items[i].Key)).Scan(&status, &hash, &resp)
+		}); err != nil {
+			t.Fatalf("item %d key: %v", i, err)
+		}
+		var got SubmitResult
+		if err := json.Unmarshal(resp, &got); err != nil || status != "DONE" || hash != idem.HashBody(body).String || got != out[i].Result {
+			t.Fatalf("item %d key: %s %s %s (%v), want DONE, %s, %+v", i, status, hash, resp, err, idem.HashBody(body).String, out[i].Result)
+		}
+	}
+	if n := f.count(`SELECT COUNT(*) FROM Transactions`); n != 2+3 {
+		t.Fatalf("%d transfers, want 5 (2 submitted, 3 from the batch)", n)
 	}
 }

@@ -176,3 +176,109 @@ func afterCommitRunsOnlyForCommittedCallers(t *testing.T, b storetest.Backend) {
 		}
 	}
 }
+
+// Two processes lock two rows in opposite orders: PostgreSQL breaks the
+// deadlock by aborting one, whose Write is undone and run again once the
+// other has committed, so both Writes succeed and each increment lands
+// exactly once. (SQLite has one writer: the second Write waits.)
+func TestWriteRunsADeadlockVictimAgain(t *testing.T) {
+	pg, ok := storetest.Postgres(t)
+	if !ok {
+		t.Skip("no PostgreSQL server: SQLite cannot deadlock")
+	}
+	ctx := context.Background()
+	loc := pg.Location(t, "deadlock")
+	var dbs [2]*store.DB
+	for i := range dbs {
+		db, err := store.Open(ctx, loc, "CREATE TABLE IF NOT EXISTS r (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT OR IGNORE INTO r VALUES (1, 0), (2, 0);")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	var both sync.WaitGroup // each has locked its first row
+	both.Add(2)
+	var runs [2]int
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		first, second := 1+i, 2-i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = dbs[i].Write(ctx, func(tx *store.Tx) error {
+				runs[i]++
+				if _, err := tx.ExecContext(ctx, "UPDATE r SET n = n + 1 WHERE id = ?", first); err != nil {
+					return err
+				}
+				if runs[i] == 1 {
+					both.Done()
+					both.Wait()
+				}
+				_, err := tx.ExecContext(ctx, "UPDATE r SET n = n + 1 WHERE id = ?", second)
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("writes: %v, %v", errs[0], errs[1])
+	}
+	if runs[0]+runs[1] < 3 {
+		t.Fatalf("fn runs %v: want a deadlock victim run again", runs)
+	}
+	for id := 1; id <= 2; id++ {
+		var n int
+		if err := dbs[0].Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, "SELECT n FROM r WHERE id = ?", id).Scan(&n)
+		}); err != nil || n != 2 {
+			t.Fatalf("row %d: n = %d (%v), want 2", id, n, err)
+		}
+	}
+}
+
+// A statement repeated inside one transaction (prepared on the
+// transaction from its second run) gives the same rows on both backends,
+// also in a group commit where one caller fails after repeating it.
+func TestRepeatedStatementInOneTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		db := storetest.Open(t, b, "t", "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+		const callers = 8
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[c] = db.Write(ctx, func(tx *store.Tx) error {
+					for i := 0; i < 50; i++ {
+						if _, err := tx.ExecContext(ctx, "INSERT INTO kv (k, v) VALUES (?, ?)", fmt.Sprintf("c%d-%d", c, i), i); err != nil {
+							return err
+						}
+					}
+					if c == 0 {
+						return errors.New("caller 0 gives up")
+					}
+					return nil
+				})
+			}()
+		}
+		wg.Wait()
+		for c, err := range errs {
+			if (c == 0) != (err != nil) {
+				t.Fatalf("caller %d: %v", c, err)
+			}
+		}
+		var n, sum int
+		if err := db.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(v), 0) FROM kv").Scan(&n, &sum)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != (callers-1)*50 || sum != (callers-1)*1225 {
+			t.Fatalf("%d rows summing to %d, want %d and %d", n, sum, (callers-1)*50, (callers-1)*1225)
+		}
+	})
+}

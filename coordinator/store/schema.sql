@@ -650,8 +650,8 @@ CREATE INDEX IF NOT EXISTS idx_keyreg_owner ON KeyRegistry(owner_type, owner_ref
 -- outbox_seq is the entry's FinalityLog event_seq (global order); event_seq
 -- is the I/F event_seq of spec 002 §12.5 (producer ZC x aggregate): 1, 2,
 -- 3 ... per chain, never reused. message_json is the whole published event
--- (§12.2 header + body). sent_at is set only after the broker acknowledged
--- (outbox/events/kafkapub). Rows are never deleted: the per-chain counter
+-- (§12.2 header + body). A row is never updated: whether it was sent is
+-- EventPublisher.acked_seq. Rows are never deleted: the per-chain counter
 -- reads the chain's last row.
 CREATE TABLE IF NOT EXISTS EventOutbox (
   outbox_seq   INTEGER PRIMARY KEY,                     -- = FinalityLog.event_seq
@@ -661,12 +661,26 @@ CREATE TABLE IF NOT EXISTS EventOutbox (
   event_type   TEXT    NOT NULL,
   message_json TEXT    NOT NULL,                        -- the Kafka value
   headers      TEXT    NOT NULL,                        -- the Kafka headers, k=v&k=v (values query-escaped)
-  created_at   TEXT    NOT NULL,                        -- = FinalityLog.occurred_at
-  sent_at      TEXT,                                    -- NULL until the broker acknowledged
-  sent_topic   TEXT
+  created_at   TEXT    NOT NULL                         -- = FinalityLog.occurred_at
 );
 CREATE UNIQUE INDEX IF NOT EXISTS idx_evo_chain_seq ON EventOutbox(chain_id, event_seq);
-CREATE INDEX IF NOT EXISTS idx_evo_unsent ON EventOutbox(outbox_seq) WHERE sent_at IS NULL;
+
+-- EventPublisher: the Kafka publisher's durable cursor and lease (issue 14
+-- item 5, issue 16 item 3; docs/events.md). acked_seq: every EventOutbox
+-- row with outbox_seq <= acked_seq was acknowledged by the broker (set only
+-- after the acknowledgement, by the lease holder, with a guarded UPDATE
+-- naming owner and token). owner: the publisher holding the lease
+-- (coordinator/procid Owner form, '' when released); token grows with every
+-- acquisition (fencing); lease_until: the lease's expiry (RFC3339 UTC).
+CREATE TABLE IF NOT EXISTS EventPublisher (
+  stream       TEXT    PRIMARY KEY,                     -- 'events': the one outbox stream
+  acked_seq    INTEGER NOT NULL DEFAULT 0,
+  acked_at     TEXT    NOT NULL DEFAULT '',             -- when acked_seq last moved
+  owner        TEXT    NOT NULL DEFAULT '',
+  token        INTEGER NOT NULL DEFAULT 0,
+  lease_until  TEXT    NOT NULL DEFAULT ''
+);
+INSERT OR IGNORE INTO EventPublisher (stream) VALUES ('events');
 
 -- ---------------------------------------------------------------- bank file drop (zcgw, issue 7)
 

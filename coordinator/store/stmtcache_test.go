@@ -68,3 +68,43 @@ func TestStatementCache(t *testing.T) {
 		t.Fatal("Write after Close succeeded")
 	} // after Close: a no-op, not a panic
 }
+
+// A statement the cache does not hold yet, run many times in one
+// transaction (a batch), is prepared once on the transaction and reused.
+func TestStatementPreparedInTransaction(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"), "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ins := "INSERT INTO kv (k, v) VALUES (?, ?)"
+	if err := db.Write(ctx, func(tx *Tx) error {
+		for i := 0; i < 100; i++ {
+			if _, err := tx.ExecContext(ctx, ins, string(rune('A'+i%26))+string(rune('a'+i/26)), i); err != nil {
+				return err
+			}
+			if i == 0 && tx.local[ins] != nil {
+				t.Fatal("prepared on its first run")
+			}
+		}
+		if tx.local[ins] == nil {
+			t.Fatal("a statement run 100 times in one transaction was not prepared on it")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var n, sum int
+	if err := db.Read(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT COUNT(*), SUM(v) FROM kv").Scan(&n, &sum)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 100 || sum != 4950 {
+		t.Fatalf("%d rows summing to %d, want 100 and 4950", n, sum)
+	}
+	if _, ok := db.wstmts.get(ins); !ok {
+		t.Fatal("not in the pool's cache after the transaction")
+	}
+}

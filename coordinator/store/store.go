@@ -97,7 +97,7 @@ func Open(ctx context.Context, path, schema string) (*DB, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
-	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate")
+	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate&_cache_size=-32768")
 	if err != nil {
 		return nil, fmt.Errorf("store: open writer %s: %w", path, err)
 	}
@@ -265,12 +265,47 @@ type Tx struct {
 	cache    *stmtCache      // the pool's prepared statements
 	postgres bool            // queries are rewritten for PostgreSQL (pgQuery)
 	missed   map[string]bool // statements to prepare after this transaction
+	// local holds the statements this transaction prepared itself: a
+	// query missed by the cache and run a second time in the same
+	// transaction (a batch writing thousands of rows) is prepared on the
+	// transaction's connection once, not parsed again for every row.
+	// database/sql closes them when the transaction ends.
+	local map[string]*sql.Stmt
 	// shared marks a group-commit transaction: it carries several callers'
 	// writes, so no one caller's cancellation may interrupt a statement
 	// (SQLite would abandon the whole transaction, neighbours included).
 	shared bool
 	after  []func() // AfterCommit callbacks
+	// memo holds values this transaction read or wrote itself (Memo), so
+	// a later statement of the same transaction need not read them again.
+	memo map[string]any
 }
+
+// Memo returns the value remembered under key in this transaction
+// (SetMemo), if any. A memo lives as long as the transaction and no
+// longer, and every ROLLBACK TO a savepoint run through ExecContext (a
+// group-commit caller's failure, or a caller's own savepoint) drops all
+// of them, since the rolled-back statements may have written what they
+// remember. It is for values only this transaction can change while it
+// runs: the writer holds the database's write lock (SQLite) or the row's
+// lock after its UPDATE (PostgreSQL), or the value is the transaction's
+// own write.
+func (tx *Tx) Memo(key string) (any, bool) {
+	v, ok := tx.memo[key]
+	return v, ok
+}
+
+// SetMemo remembers v under key for the rest of the transaction (Memo).
+func (tx *Tx) SetMemo(key string, v any) {
+	if tx.memo == nil {
+		tx.memo = map[string]any{}
+	}
+	tx.memo[key] = v
+}
+
+// Forget drops the memo under key: call it after a statement that changes
+// what the memo holds.
+func (tx *Tx) Forget(key string) { delete(tx.memo, key) }
 
 // AfterCommit runs f after the transaction committed durably (never when it
 // rolls back, nor when the caller's part of a group commit is undone). f
@@ -293,6 +328,22 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st, ok := tx.cache.get(query); ok {
 		return tx.Tx.StmtContext(ctx, st)
 	}
+	if st, ok := tx.local[query]; ok {
+		return st
+	}
+	if tx.missed[query] {
+		// The second run in this transaction: prepare it here, on the
+		// transaction's own connection (the pool's may be this one).
+		st, err := tx.Tx.PrepareContext(ctx, tx.dialect(query))
+		if err != nil {
+			return nil // runs unprepared and reports its own error
+		}
+		if tx.local == nil {
+			tx.local = map[string]*sql.Stmt{}
+		}
+		tx.local[query] = st
+		return st
+	}
 	if tx.missed == nil {
 		tx.missed = map[string]bool{}
 	}
@@ -308,9 +359,12 @@ func (tx *Tx) dialect(query string) string {
 	return query
 }
 
-// ExecContext runs a statement.
+// ExecContext runs a statement. A ROLLBACK TO drops every memo (Memo).
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tx.stats.Statements.Add(1)
+	if len(tx.memo) > 0 && strings.HasPrefix(query, "ROLLBACK") {
+		clear(tx.memo)
+	}
 	ctx = tx.detach(ctx)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)

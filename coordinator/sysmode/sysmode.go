@@ -49,6 +49,9 @@ func (s Status) Modes() []Mode {
 
 // ReadStatus reads both flags inside tx (read or write transaction).
 func ReadStatus(ctx context.Context, tx *store.Tx) (Status, error) {
+	if v, ok := tx.Memo(statusMemo); ok {
+		return v.(Status), nil
+	}
 	rows, err := tx.QueryContext(ctx, "SELECT mode, active FROM SystemMode")
 	if err != nil {
 		return Status{}, fmt.Errorf("sysmode: read SystemMode: %w", err)
@@ -77,8 +80,16 @@ func ReadStatus(ctx context.Context, tx *store.Tx) (Status, error) {
 		// A missing row would silently read as "writable": fail closed.
 		return Status{}, domainerr.New("INVARIANT_VIOLATION", "SystemMode must hold exactly the two mode rows", map[string]any{"rows": n})
 	}
+	tx.SetMemo(statusMemo, s)
 	return s, nil
 }
+
+// statusMemo is the Tx memo of the modes a transaction read (ReadStatus):
+// a group commit's callers each pass the writable gate, and the modes
+// change only by the Controller's UPDATE (which forgets the memo) or a
+// rolled-back savepoint (which drops every memo), so the gate reads
+// SystemMode once per transaction instead of once per primitive.
+const statusMemo = "sysmode.status"
 
 // Gate is the writable gate. The zero value is ready to use.
 type Gate struct{}
@@ -270,6 +281,7 @@ func (c *Controller) set(ctx context.Context, mode Mode, active bool, actor, rea
 		now := clock.Stamp(c.clock.Now())
 		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE SystemMode SET active = ?, reason = ?, actor = ?, detail = ?, changed_at = ?, version = version + 1
 			WHERE mode = ? AND active = ?`, want, reason, actor, string(detailJSON), now, string(mode), was))
+		tx.Forget(statusMemo) // a neighbour in this group commit may have read the modes before this change
 		if err != nil {
 			return fmt.Errorf("sysmode: update %s: %w", mode, err)
 		}

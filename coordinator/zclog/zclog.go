@@ -3,7 +3,6 @@ package zclog
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
 // Redacted replaces the value of every secret key.
@@ -92,16 +92,7 @@ func RequestIDFrom(ctx context.Context) string {
 
 // NewRequestID returns "req-" and a random UUIDv4, the id a request gets
 // when it arrives without X-Request-Id (spec 004 リクエストトレーシング).
-func NewRequestID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("zclog: crypto/rand failed: %v", err))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return "req-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+func NewRequestID() string { return "req-" + uuid.New() }
 
 // IsSecretKey reports whether a key's value must be redacted: vault_ref,
 // preimage, secret, password (any letter case) or any key ending in _pii.

@@ -33,7 +33,7 @@ var goldenDetails = []Detail{
 	{Seq: 5, Account: coreacct.Key{Branch: "330", Type: 9, Number: "9999999"}, Status: Open, Balance: 999_999_999_999},
 }
 
-var goldenHeader = Header{Version: 1, BankCode: "0128", BusinessDate: Date{2026, 12, 2}, CutoffAt: "20261202233000"}
+var goldenHeader = Header{Version: 1, BankCode: "0128", BusinessDate: Date{Year: 2026, Month: 12, Day: 2}, CutoffAt: "20261202233000"}
 
 // The golden file (written by fixtures/corebalance/gen.py, not by this
 // package) validates, reads back to the expected records, and the Writer

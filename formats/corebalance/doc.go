@@ -15,6 +15,6 @@
 //
 // Reading is streaming and strict: constant memory, every error (up to a
 // cap) with record, line, byte offset, field and the offending bytes. The
-// package imports only formats/fixed, formats/recordio and formats/coreacct
+// package imports only formats/fixed, formats/fixedfile, formats/recordio and formats/coreacct
 // of zcgw and does no I/O beyond the reader or writer it is handed.
 package corebalance

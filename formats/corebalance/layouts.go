@@ -1,33 +1,23 @@
 package corebalance
 
-import "github.com/zcgw/zcgw/formats/fixed"
+import (
+	"github.com/zcgw/zcgw/formats/fixed"
+	"github.com/zcgw/zcgw/formats/fixedfile"
+)
 
 // RecordLen is the length of every record, without separator.
 const RecordLen = 100
 
-func x(name, label string, start, length int) fixed.Field {
-	return fixed.Field{Name: name, Label: label, Start: start, Len: length, Type: fixed.X}
-}
-func n(name, label string, start, length int) fixed.Field {
-	return fixed.Field{Name: name, Label: label, Start: start, Len: length, Type: fixed.N}
-}
-func c(label, value string) fixed.Field {
-	return fixed.Field{Name: "RecordType", Label: label, Start: 1, Len: 1, Type: fixed.X, Const: value}
-}
-func filler(start int) fixed.Field {
-	return fixed.Field{Name: "Filler", Label: "空白", Start: start, Len: RecordLen - start + 1, Type: fixed.Filler}
-}
+var format = fixedfile.NewFormat("corebalance", RecordLen)
 
-var titles = map[*fixed.Layout]string{}
-
-func layout(name, title string, fields ...fixed.Field) *fixed.Layout {
-	l := fixed.MustLayout(name, RecordLen, fields...)
-	titles[l] = title
-	return l
-}
+var (
+	x, n, c = fixedfile.X, fixedfile.N, fixedfile.RecordType
+	filler  = format.Filler
+	layout  = format.Layout
+)
 
 // Title is the one-line description of a core balance layout.
-func Title(l *fixed.Layout) string { return titles[l] }
+func Title(l *fixed.Layout) string { return format.Title(l) }
 
 // The layouts.
 var (

@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	"github.com/zcgw/zcgw/formats/fixed"
+	"github.com/zcgw/zcgw/formats/fixedfile"
 	"github.com/zcgw/zcgw/formats/recordio"
 )
 
@@ -27,237 +28,113 @@ type Summary struct {
 	Trailer bool
 }
 
-type state uint8
-
-const (
-	stStart state = iota
-	stDetails
-	stDone
-)
-
 const maxCount, maxTotal, maxHash = 99_999_999, 999_999_999_999_999_999, HashMod - 1
 
-func isRecordStart(c byte) bool { return c == 'H' || c == 'D' || c == 'T' }
-
-// checker validates records in file context.
-type checker struct {
-	report     func(*fixed.Error)
-	bad        bool
-	st         state
-	incomplete bool // a detail could not be read: totals not compared
-	sum        Summary
-	rec        recordio.Record
-	prevKey    [11]byte
-	havePrev   bool
-	scratch    fixed.ErrorList
+// body is what a core balance file's records must hold (fixedfile.Body).
+type body struct {
+	sum      Summary
+	prevKey  [11]byte
+	havePrev bool
 }
 
-func newChecker(report func(*fixed.Error)) *checker {
-	return &checker{report: report, scratch: fixed.ErrorList{Max: 1 << 30}}
+func newChecker() (*fixedfile.Checker, *body) {
+	b := &body{}
+	return fixedfile.NewChecker(format, b), b
 }
 
-func (c *checker) addErr(e *fixed.Error, msg string) {
-	c.bad = true
-	if e.Err == nil {
-		e.Err = &recordio.LineError{Line: c.rec.Line, Msg: msg}
-	} else {
-		e.Err = &recordio.LineError{Line: c.rec.Line, Msg: msg, Err: e.Err}
-	}
-	c.report(e)
+// summary is what ck and its body found.
+func (s *body) summary(ck *fixedfile.Checker) Summary {
+	out := s.sum
+	out.Records, out.Trailer, out.Bytes = ck.Records, ck.Trailer, ck.Bytes
+	return out
 }
 
-func (c *checker) pos() fixed.Pos { return fixed.Pos{Record: c.rec.Num, Offset: c.rec.Offset} }
-
-func (c *checker) fieldErr(l *fixed.Layout, name string, reason fixed.Reason, msg string) {
-	f, _ := l.Field(name)
-	c.addErr(l.FieldError(f, c.rec.Bytes, c.pos(), reason, 0, nil), msg)
-}
-
-func (c *checker) recordErr(reason fixed.Reason, msg string) {
-	c.addErr(&fixed.Error{Record: c.rec.Num, RecordType: "corebalance", Offset: c.rec.Offset, Column: 1,
-		Bytes: recordio.Clip(c.rec.Bytes), Reason: reason}, msg)
-}
-
-func (c *checker) fields(l *fixed.Layout) bool {
-	c.scratch.Errs = c.scratch.Errs[:0]
-	if l.Validate(c.rec.Bytes, c.pos(), &c.scratch) {
-		return true
-	}
-	for _, e := range c.scratch.Errs {
-		c.addErr(e, e.Reason.String())
-	}
-	return false
-}
-
-func (c *checker) check(rec recordio.Record) (typ byte, ok bool) {
-	c.rec, c.bad = rec, false
-	c.sum.Records = rec.Num
-	b := rec.Bytes
-	typ = b[0]
-	switch {
-	case c.st == stDone:
-		c.recordErr(fixed.Invalid, "record after the trailer")
-	case typ == 'H':
-		if c.st != stStart {
-			c.recordErr(fixed.Invalid, "second header")
-			break
-		}
-		c.header(b)
-	case c.st == stStart:
-		c.recordErr(fixed.Invalid, "the file must start with a header (H)")
-		c.st = stDetails
-		c.incomplete = true
-	case typ == 'D':
-		c.detail(b)
-	case typ == 'T':
-		c.trailer(b)
-	default:
-		c.incomplete = true
-		c.recordErr(fixed.UnknownRecordType, fmt.Sprintf("レコード区分 %q is not H, D or T", typ))
-	}
-	return typ, !c.bad
-}
-
-func (c *checker) header(b []byte) {
-	c.st = stDetails
-	if !c.fields(HeaderLayout) {
+func (s *body) Header(c *fixedfile.Checker, b []byte) {
+	if !c.Fields(HeaderLayout) {
 		return
 	}
-	if string(hType.of(b)) != FileType {
-		c.fieldErr(HeaderLayout, "FileType", fixed.Invalid, "ファイル種別 must be CBAL")
+	if string(hType.Of(b)) != FileType {
+		c.FieldErr(HeaderLayout, "FileType", fixed.Invalid, "ファイル種別 must be CBAL")
 	}
-	if num(hVersion.of(b)) != 1 {
-		c.fieldErr(HeaderLayout, "Version", fixed.Invalid, "only layout version 01 is known")
-	}
-	if !dateOf(num(hDate.of(b))).Valid() {
-		c.fieldErr(HeaderLayout, "BusinessDate", fixed.Invalid, "not a valid YYYYMMDD date")
-	}
-	if !validStamp(hCutoff.of(b)) {
-		c.fieldErr(HeaderLayout, "CutoffAt", fixed.Invalid, "not a valid YYYYMMDDhhmmss time")
-	}
-	if !c.bad {
-		c.sum.Header = *decodeHeader(b)
+	c.HeaderDates(HeaderLayout, b, "CutoffAt")
+	if !c.Bad() {
+		s.sum.Header = *decodeHeader(b)
 	}
 }
 
-func (c *checker) detail(b []byte) {
-	c.sum.Count++
-	if !c.fields(DetailLayout) {
-		c.incomplete = true
+func (s *body) Detail(c *fixedfile.Checker, b []byte) {
+	s.sum.Count++
+	if !c.Fields(DetailLayout) {
+		c.Incomplete = true
 		return
 	}
-	if seq := num(dSeq.of(b)); seq != c.sum.Count && !c.incomplete {
-		c.fieldErr(DetailLayout, "Seq", fixed.Invalid, fmt.Sprintf("明細通番 %d, want %d (no gaps, from 1)", seq, c.sum.Count))
+	if seq := num(dSeq.Of(b)); seq != s.sum.Count && !c.Incomplete {
+		c.FieldErr(DetailLayout, "Seq", fixed.Invalid, fmt.Sprintf("明細通番 %d, want %d (no gaps, from 1)", seq, s.sum.Count))
 	}
-	if t := b[dType.lo]; t != '1' && t != '2' && t != '4' && t != '9' {
-		c.fieldErr(DetailLayout, "AccountType", fixed.Invalid, "預金種目 must be 1, 2, 4 or 9")
+	if !fixedfile.ValidAccountType(b[dType.Lo]) {
+		c.FieldErr(DetailLayout, "AccountType", fixed.Invalid, "預金種目 must be 1, 2, 4 or 9")
 	}
-	if s := Status(b[dStatus.lo]); s != Open && s != Closed {
-		c.fieldErr(DetailLayout, "Status", fixed.Invalid, "口座状態 must be O or C")
+	if st := Status(b[dStatus.Lo]); st != Open && st != Closed {
+		c.FieldErr(DetailLayout, "Status", fixed.Invalid, "口座状態 must be O or C")
 	}
 	key := keyBytes(b)
-	if c.havePrev && bytes.Compare(key, c.prevKey[:]) <= 0 {
-		c.fieldErr(DetailLayout, "AccountNumber", fixed.Invalid,
+	if s.havePrev && bytes.Compare(key, s.prevKey[:]) <= 0 {
+		c.FieldErr(DetailLayout, "AccountNumber", fixed.Invalid,
 			"account not after the previous detail's: details ascend by 店番, 預金種目, 口座番号 with no account twice")
 	}
-	copy(c.prevKey[:], key)
-	c.havePrev = true
-	c.sum.HashTotal = (c.sum.HashTotal + hashOf(dBranch.of(b), dNumber.of(b))) % HashMod
-	c.sum.BalanceTotal += num(dBalance.of(b))
+	copy(s.prevKey[:], key)
+	s.havePrev = true
+	s.sum.HashTotal = (s.sum.HashTotal + hashOf(dBranch.Of(b), dNumber.Of(b))) % HashMod
+	s.sum.BalanceTotal += num(dBalance.Of(b))
 }
 
-func (c *checker) trailer(b []byte) {
-	c.st = stDone
-	c.sum.Trailer = true
-	if !c.fields(TrailerLayout) || c.incomplete {
+func (s *body) Trailer(c *fixedfile.Checker, b []byte) {
+	if !c.Fields(TrailerLayout) || c.Incomplete {
 		return
 	}
-	eq := func(name string, field []byte, computed, max int64, what string) {
-		if computed > max || computed < 0 {
-			c.fieldErr(TrailerLayout, name, fixed.Overflow, fmt.Sprintf("%s %d does not fit the field", what, computed))
-			return
-		}
-		if got := num(field); got != computed {
-			reason := fixed.Invalid
-			if name == "Count" {
-				reason = fixed.LengthMismatch
-			}
-			c.fieldErr(TrailerLayout, name, reason, fmt.Sprintf("trailer says %d, the %s is %d", got, what, computed))
-		}
-	}
-	s := &c.sum
-	eq("Count", tCount.of(b), s.Count, maxCount, "number of details")
-	eq("BalanceTotal", tTotal.of(b), s.BalanceTotal, maxTotal, "sum of balances")
-	eq("HashTotal", tHash.of(b), s.HashTotal, maxHash, "hash total of 店番+口座番号")
-}
-
-func (c *checker) finish(size int64, line int64, last int) {
-	c.sum.Bytes = size
-	if c.st == stDone {
-		return
-	}
-	msg := "missing trailer record"
-	if last == 0 {
-		msg = "empty file: no records"
-	}
-	c.report(&fixed.Error{Record: last, RecordType: "corebalance", Offset: size, Reason: fixed.Invalid,
-		Err: &recordio.LineError{Line: line, Msg: msg}})
+	l := TrailerLayout
+	c.Total(l, "Count", tCount.Of(b), s.sum.Count, maxCount, "number of details")
+	c.Total(l, "BalanceTotal", tTotal.Of(b), s.sum.BalanceTotal, maxTotal, "sum of balances")
+	c.Total(l, "HashTotal", tHash.Of(b), s.sum.HashTotal, maxHash, "hash total of 店番+口座番号")
 }
 
 // Reader streams a core balance file, handing over only valid records.
 // A consumer that acts on details as they come (a merge) must still treat
 // the file as unproven until the trailer has been read without error.
 type Reader struct {
-	st recordio.Stream[Record]
-	ck *checker
+	rd   *fixedfile.Reader[Record]
+	ck   *fixedfile.Checker
+	body *body
 }
 
 // NewReader reads a core balance file from r.
 func NewReader(r io.Reader) *Reader {
-	z := &Reader{}
-	z.st.MaxErrors = DefaultMaxErrors
-	z.ck = newChecker(z.st.Add)
-	z.st.Scanner = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
-		if e.Reason == fixed.ShortRecord {
-			z.ck.incomplete = true
-		}
-		z.st.Add(e)
-	})
-	z.st.Scanner.RecordType = "corebalance"
-	z.st.Decode = z.decode
-	z.st.Finish = func() {
-		sc := z.st.Scanner
-		z.ck.finish(sc.Offset(), sc.Line(), sc.Records())
-	}
-	return z
+	ck, b := newChecker()
+	return &Reader{rd: fixedfile.NewReader(r, ck, DefaultMaxErrors, decode), ck: ck, body: b}
 }
 
-func (z *Reader) decode(rec recordio.Record) (Record, bool) {
-	typ, valid := z.ck.check(rec)
-	if !valid {
-		return nil, false
-	}
+func decode(typ byte, b []byte) Record {
 	switch typ {
 	case 'H':
-		return decodeHeader(rec.Bytes), true
+		return decodeHeader(b)
 	case 'D':
-		return decodeDetail(rec.Bytes), true
+		return decodeDetail(b)
 	default:
-		return decodeTrailer(rec.Bytes), true
+		return decodeTrailer(b)
 	}
 }
 
 // Next returns the next valid record, a *fixed.ErrorList for a broken one,
 // or io.EOF at the end.
-func (z *Reader) Next() (Record, error) { return z.st.Next() }
+func (z *Reader) Next() (Record, error) { return z.rd.Next() }
 
 // Records iterates over the file.
-func (z *Reader) Records() iter.Seq2[Record, error] { return z.st.All() }
+func (z *Reader) Records() iter.Seq2[Record, error] { return z.rd.Records() }
 
 // Summary describes what has been read so far.
 func (z *Reader) Summary() Summary {
-	s := z.ck.sum
-	s.Separator, s.Bytes = z.st.Scanner.Separator(), z.st.Scanner.Offset()
+	s := z.body.summary(z.ck)
+	s.Separator, s.Bytes = z.rd.Separator(), z.rd.Offset()
 	return s
 }
 
@@ -267,22 +144,11 @@ func Validate(r io.Reader) (Summary, error) { return ValidateMax(r, DefaultMaxEr
 
 // ValidateMax is Validate keeping up to maxErrors errors.
 func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
-	errs := fixed.NewErrorList(maxErrors)
-	ck := newChecker(func(e *fixed.Error) { errs.Add(e) })
-	sc := recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
-		if e.Reason == fixed.ShortRecord {
-			ck.incomplete = true
-		}
-		errs.Add(e)
-	})
-	sc.RecordType = "corebalance"
-	if err := recordio.Drain(sc, func(rec recordio.Record) { ck.check(rec) },
-		func() { ck.finish(sc.Offset(), sc.Line(), sc.Records()) }); err != nil {
-		return ck.sum, err
-	}
-	s := ck.sum
-	s.Separator = sc.Separator()
-	return s, errs.Err()
+	ck, b := newChecker()
+	sep, err := fixedfile.Validate(r, ck, maxErrors)
+	s := b.summary(ck)
+	s.Separator = sep
+	return s, err
 }
 
 // Writer writes a core balance file in canonical form: CR LF after every
@@ -367,7 +233,7 @@ func (w *Writer) WriteDetail(d *Detail) error {
 	w.havePrev = true
 	w.sum.Count++
 	w.sum.BalanceTotal += d.Balance
-	w.sum.HashTotal = (w.sum.HashTotal + hashOf(dBranch.of(w.buf), dNumber.of(w.buf))) % HashMod
+	w.sum.HashTotal = (w.sum.HashTotal + hashOf(dBranch.Of(w.buf), dNumber.Of(w.buf))) % HashMod
 	return nil
 }
 
@@ -386,3 +252,12 @@ func (w *Writer) Close() error {
 	w.st = stDone
 	return w.bw.Flush()
 }
+
+// The writer's place in the file.
+type state uint8
+
+const (
+	stStart state = iota
+	stDetails
+	stDone
+)

@@ -2,7 +2,7 @@ package corebalance
 
 import (
 	"fmt"
-	"strings"
+	"github.com/zcgw/zcgw/formats/fixedfile"
 
 	"github.com/zcgw/zcgw/formats/coreacct"
 	"github.com/zcgw/zcgw/formats/fixed"
@@ -12,25 +12,9 @@ import (
 const FileType = "CBAL"
 
 // Date is a calendar date (YYYYMMDD in the file).
-type Date struct{ Year, Month, Day int }
+type Date = fixedfile.Date
 
-// Valid reports whether d is a real calendar date with a 4-digit year.
-func (d Date) Valid() bool {
-	if d.Year < 1 || d.Year > 9999 || d.Month < 1 || d.Month > 12 || d.Day < 1 {
-		return false
-	}
-	days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[d.Month]
-	if d.Month == 2 && d.Year%4 == 0 && (d.Year%100 != 0 || d.Year%400 == 0) {
-		days = 29
-	}
-	return d.Day <= days
-}
-
-func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day) }
-
-func (d Date) digits() int64 { return int64(d.Year*10000 + d.Month*100 + d.Day) }
-
-func dateOf(v int64) Date { return Date{int(v / 10000), int(v / 100 % 100), int(v % 100)} }
+var dateOf = fixedfile.DateOf
 
 // Status is the 口座状態 of a detail.
 type Status byte
@@ -76,29 +60,13 @@ func (*Detail) Layout() *fixed.Layout  { return DetailLayout }
 func (*Trailer) Layout() *fixed.Layout { return TrailerLayout }
 
 // HashMod is the modulus of the hash total.
-const HashMod = 1_000_000_000_000_000
+const HashMod = fixedfile.HashMod
 
-func hashOf(branch, account []byte) int64 {
-	b, _ := fixed.ParseDigits(branch)
-	a, _ := fixed.ParseDigits(account)
-	return int64(b)*10_000_000 + int64(a)
-}
-
-// ---- decoding (validated bytes) ----
-
-type fieldRef struct{ lo, hi int }
-
-func ref(l *fixed.Layout, name string) fieldRef {
-	f, ok := l.Field(name)
-	if !ok {
-		panic("corebalance: no field " + name + " in " + l.Name())
-	}
-	return fieldRef{f.Start - 1, f.End()}
-}
-
-func (r fieldRef) of(b []byte) []byte { return b[r.lo:r.hi] }
-
-func num(b []byte) int64 { v, _ := fixed.ParseDigits(b); return int64(v) }
+var (
+	hashOf = fixedfile.HashOf
+	ref    = fixedfile.RefOf
+	num    = fixedfile.Num
+)
 
 var (
 	hType, hVersion, hBank, hDate, hCutoff = ref(HeaderLayout, "FileType"), ref(HeaderLayout, "Version"), ref(HeaderLayout, "BankCode"), ref(HeaderLayout, "BusinessDate"), ref(HeaderLayout, "CutoffAt")
@@ -110,125 +78,61 @@ var (
 
 // keyBytes is the detail's account key in sort order: 店番, 預金種目,
 // 口座番号 (contiguous in the record).
-func keyBytes(b []byte) []byte { return b[dBranch.lo:dNumber.hi] }
+func keyBytes(b []byte) []byte { return b[dBranch.Lo:dNumber.Hi] }
 
 func decodeHeader(b []byte) *Header {
-	return &Header{Version: int(num(hVersion.of(b))), BankCode: string(hBank.of(b)), BusinessDate: dateOf(num(hDate.of(b))),
-		CutoffAt: string(hCutoff.of(b))}
+	return &Header{Version: int(num(hVersion.Of(b))), BankCode: string(hBank.Of(b)), BusinessDate: dateOf(num(hDate.Of(b))),
+		CutoffAt: string(hCutoff.Of(b))}
 }
 
 func decodeDetail(b []byte) *Detail {
-	return &Detail{Seq: num(dSeq.of(b)), Account: coreacct.Key{Branch: string(dBranch.of(b)), Type: uint8(num(dType.of(b))),
-		Number: string(dNumber.of(b))}, Status: Status(b[dStatus.lo]), Balance: num(dBalance.of(b))}
+	return &Detail{Seq: num(dSeq.Of(b)), Account: coreacct.Key{Branch: string(dBranch.Of(b)), Type: uint8(num(dType.Of(b))),
+		Number: string(dNumber.Of(b))}, Status: Status(b[dStatus.Lo]), Balance: num(dBalance.Of(b))}
 }
 
 func decodeTrailer(b []byte) *Trailer {
-	return &Trailer{Count: num(tCount.of(b)), BalanceTotal: num(tTotal.of(b)), HashTotal: num(tHash.of(b))}
+	return &Trailer{Count: num(tCount.Of(b)), BalanceTotal: num(tTotal.Of(b)), HashTotal: num(tHash.Of(b))}
 }
 
 // ---- encoding ----
 
-type encoder struct {
-	l   *fixed.Layout
-	b   []byte
-	err error
-}
-
-func newEncoder(l *fixed.Layout, dst []byte) (*encoder, []byte) {
-	start := len(dst)
-	dst = append(dst, strings.Repeat(" ", RecordLen)...)
-	e := &encoder{l: l, b: dst[start:]}
-	for _, f := range l.Fields() {
-		if f.Const != "" {
-			copy(f.Bytes(e.b), f.Const)
-		}
-	}
-	return e, dst
-}
-
-func (e *encoder) fail(name, msg string) {
-	if e.err == nil {
-		f, _ := e.l.Field(name)
-		e.err = e.l.FieldError(f, e.b, fixed.Pos{}, fixed.Invalid, 0, fmt.Errorf("%s", msg))
-	}
-}
-
-func (e *encoder) num(name string, v int64) {
-	f, _ := e.l.Field(name)
-	if v < 0 || !fixed.PutDigits(f.Bytes(e.b), uint64(v)) {
-		e.fail(name, fmt.Sprintf("%d does not fit %s", v, f.Picture()))
-	}
-}
-
-func (e *encoder) digits(name, s string, width int) {
-	f, _ := e.l.Field(name)
-	dst := f.Bytes(e.b)
-	if len(s) != width || fixed.FirstNonDigit([]byte(s)) >= 0 {
-		e.fail(name, fmt.Sprintf("%q is not %d digits", s, width))
-		return
-	}
-	copy(dst, s)
-}
-
 // AppendRecord implements Record.
 func (h *Header) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(HeaderLayout, dst)
-	copy(hType.of(e.b), FileType)
+	e, dst := fixedfile.NewEncoder(HeaderLayout, dst)
+	copy(hType.Of(e.B), FileType)
 	if h.Version != 1 {
-		e.fail("Version", fmt.Sprintf("layout version %d is not 1", h.Version))
+		e.Fail("Version", fmt.Sprintf("layout version %d is not 1", h.Version))
 	}
-	e.num("Version", int64(h.Version))
-	e.digits("BankCode", h.BankCode, 4)
-	if !h.BusinessDate.Valid() {
-		e.fail("BusinessDate", "invalid date "+h.BusinessDate.String())
-	}
-	e.num("BusinessDate", h.BusinessDate.digits())
-	if !validStamp([]byte(h.CutoffAt)) {
-		e.fail("CutoffAt", fmt.Sprintf("%q is not YYYYMMDDhhmmss", h.CutoffAt))
-	} else {
-		e.digits("CutoffAt", h.CutoffAt, 14)
-	}
-	return dst, e.err
+	e.Num("Version", int64(h.Version))
+	e.Digits("BankCode", h.BankCode)
+	e.Date("BusinessDate", h.BusinessDate, false)
+	e.Stamp("CutoffAt", h.CutoffAt)
+	return dst, e.Err
 }
 
 // AppendRecord implements Record.
 func (d *Detail) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(DetailLayout, dst)
-	e.num("Seq", d.Seq)
-	e.digits("BranchCode", d.Account.Branch, 3)
-	if t := d.Account.Type; t != 1 && t != 2 && t != 4 && t != 9 {
-		e.fail("AccountType", fmt.Sprintf("預金種目 %d is not 1, 2, 4 or 9", t))
-	}
-	e.num("AccountType", int64(d.Account.Type))
-	e.digits("AccountNumber", d.Account.Number, 7)
+	e, dst := fixedfile.NewEncoder(DetailLayout, dst)
+	e.Num("Seq", d.Seq)
+	e.Digits("BranchCode", d.Account.Branch)
+	e.AccountType("AccountType", d.Account.Type)
+	e.Digits("AccountNumber", d.Account.Number)
 	if d.Status != Open && d.Status != Closed {
-		e.fail("Status", fmt.Sprintf("口座状態 %q is not O or C", byte(d.Status)))
+		e.Fail("Status", fmt.Sprintf("口座状態 %q is not O or C", byte(d.Status)))
 	} else {
-		e.b[dStatus.lo] = byte(d.Status)
+		e.B[dStatus.Lo] = byte(d.Status)
 	}
-	e.num("Balance", d.Balance)
-	return dst, e.err
+	e.Num("Balance", d.Balance)
+	return dst, e.Err
 }
 
 // AppendRecord implements Record.
 func (t *Trailer) AppendRecord(dst []byte) ([]byte, error) {
-	e, dst := newEncoder(TrailerLayout, dst)
-	e.num("Count", t.Count)
-	e.num("BalanceTotal", t.BalanceTotal)
-	e.num("HashTotal", t.HashTotal)
-	return dst, e.err
-}
-
-// validStamp checks YYYYMMDDhhmmss.
-func validStamp(b []byte) bool {
-	if len(b) != 14 || fixed.FirstNonDigit(b) >= 0 {
-		return false
-	}
-	if !dateOf(num(b[:8])).Valid() {
-		return false
-	}
-	h, m, s := num(b[8:10]), num(b[10:12]), num(b[12:14])
-	return h < 24 && m < 60 && s < 60
+	e, dst := fixedfile.NewEncoder(TrailerLayout, dst)
+	e.Num("Count", t.Count)
+	e.Num("BalanceTotal", t.BalanceTotal)
+	e.Num("HashTotal", t.HashTotal)
+	return dst, e.Err
 }
 
 // FileName is the name a core gives the balance file of a bank (4-digit

@@ -17,6 +17,6 @@
 // Reading is streaming and strict, as for formats/zengin: constant memory,
 // every error (up to a cap) with record, line, byte offset, field and the
 // offending bytes, Validate before applying anything. The package imports
-// only formats/fixed and formats/recordio of zcgw and does no I/O beyond
+// only formats/fixed, formats/fixedfile and formats/recordio of zcgw and does no I/O beyond
 // the reader or writer it is handed.
 package overnight

@@ -57,7 +57,7 @@ func TestGoldenPosting(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Summary{Records: 6, Bytes: int64(len(b)), Separator: recordio.SepCRLF,
-		Header: Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{2026, 12, 2}, FileSeq: 1, CreatedAt: "20261202213000"},
+		Header: Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{Year: 2026, Month: 12, Day: 2}, FileSeq: 1, CreatedAt: "20261202213000"},
 		Count:  4, DebitCount: 1, DebitTotal: 150000, CreditCount: 3, CreditTotal: 98001 + 5000,
 		HashTotal: (1011234567 + 2057654321 + 1011111111 + 3302222222) % HashMod, Trailer: true}
 	if !reflect.DeepEqual(sum, want) {
@@ -66,7 +66,7 @@ func TestGoldenPosting(t *testing.T) {
 	recs := readAll(t, b)
 	rev := recs[3].(*PostingDetail)
 	wantRev := &PostingDetail{Seq: 3, Kind: Reversal, Side: Credit, TxID: "TX-20261201-000777", Ref: "ZC0003-R", OriginalRef: "ZC0777-D",
-		Account: Account{BranchCode: "101", AccountType: 2, AccountNumber: "1111111"}, Amount: 5000, ValueDate: Date{2026, 12, 2}, Memo: "REVERSAL"}
+		Account: Account{BranchCode: "101", AccountType: 2, AccountNumber: "1111111"}, Amount: 5000, ValueDate: Date{Year: 2026, Month: 12, Day: 2}, Memo: "REVERSAL"}
 	if !reflect.DeepEqual(rev, wantRev) {
 		t.Errorf("reversal = %+v", rev)
 	}
@@ -175,7 +175,7 @@ func TestPropertyRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := range 300 {
 		result := r.IntN(2) == 0
-		h := &Header{FileType: Postings, Version: 1, BankCode: randDigits(r, 4), BusinessDate: Date{2000 + r.IntN(100), 1 + r.IntN(12), 1 + r.IntN(28)},
+		h := &Header{FileType: Postings, Version: 1, BankCode: randDigits(r, 4), BusinessDate: Date{Year: 2000 + r.IntN(100), Month: 1 + r.IntN(12), Day: 1 + r.IntN(28)},
 			FileSeq: r.Int64N(1000), CreatedAt: "20261202235959"}
 		if result {
 			h.FileType = Results
@@ -189,12 +189,12 @@ func TestPropertyRoundTrip(t *testing.T) {
 				d := &ResultDetail{Seq: seq, Kind: kind, Side: side, TxID: randText(r, 36), Ref: randText(r, 32),
 					Code: []ResultCode{0, 1, 2, 3, 4, 5, 6, 7, 99}[r.IntN(9)], Account: acct, Amount: amount}
 				if d.Code == Posted {
-					d.CoreRef, d.PostedDate = randText(r, 30), Date{2026, 12, 3}
+					d.CoreRef, d.PostedDate = randText(r, 30), Date{Year: 2026, Month: 12, Day: 3}
 				}
 				want = append(want, d)
 			} else {
 				d := &PostingDetail{Seq: seq, Kind: kind, Side: side, TxID: randText(r, 36), Ref: randText(r, 32), Account: acct,
-					Amount: amount, ValueDate: Date{2024, 2, 29}, Memo: strings.TrimSpace(randText(r, 20))}
+					Amount: amount, ValueDate: Date{Year: 2024, Month: 2, Day: 29}, Memo: strings.TrimSpace(randText(r, 20))}
 				if kind == Reversal {
 					d.OriginalRef = randText(r, 32)
 				}
@@ -219,8 +219,8 @@ func TestPropertyRoundTrip(t *testing.T) {
 }
 
 func TestWriterRefuses(t *testing.T) {
-	h := &Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{2026, 12, 2}, CreatedAt: "20261202213000"}
-	good := PostingDetail{Seq: 1, Kind: Posting, Side: Debit, TxID: "TX-1", Ref: "R1", Account: Account{"101", 1, "1234567"}, Amount: 1, ValueDate: Date{2026, 12, 2}}
+	h := &Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{Year: 2026, Month: 12, Day: 2}, CreatedAt: "20261202213000"}
+	good := PostingDetail{Seq: 1, Kind: Posting, Side: Debit, TxID: "TX-1", Ref: "R1", Account: Account{"101", 1, "1234567"}, Amount: 1, ValueDate: Date{Year: 2026, Month: 12, Day: 2}}
 	mod := func(f func(*PostingDetail)) *PostingDetail { p := good; f(&p); return &p }
 	tests := []struct {
 		name string
@@ -232,7 +232,7 @@ func TestWriterRefuses(t *testing.T) {
 		{"reversal without original", mod(func(p *PostingDetail) { p.Kind = Reversal }), "names the reference"},
 		{"wrong seq", mod(func(p *PostingDetail) { p.Seq = 2 }), "want 1"},
 		{"bad side", mod(func(p *PostingDetail) { p.Side = 'X' }), "not D or C"},
-		{"bad date", mod(func(p *PostingDetail) { p.ValueDate = Date{2026, 2, 29} }), "invalid date"},
+		{"bad date", mod(func(p *PostingDetail) { p.ValueDate = Date{Year: 2026, Month: 2, Day: 29} }), "invalid date"},
 		{"kanji memo", mod(func(p *PostingDetail) { p.Memo = "振込" }), "JIS X 0201"},
 	}
 	for _, tc := range tests {
@@ -309,10 +309,10 @@ func BenchmarkValidate(b *testing.B) {
 	const n = 1_000_000
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
-	_ = w.WriteHeader(&Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{2026, 12, 2}, FileSeq: 1, CreatedAt: "20261202213000"})
+	_ = w.WriteHeader(&Header{FileType: Postings, Version: 1, BankCode: "0128", BusinessDate: Date{Year: 2026, Month: 12, Day: 2}, FileSeq: 1, CreatedAt: "20261202213000"})
 	for i := int64(1); i <= n; i++ {
 		err := w.WritePosting(&PostingDetail{Seq: i, Kind: Posting, Side: []Side{Debit, Credit}[i%2], TxID: "TX-20261202-000001",
-			Ref: fmt.Sprintf("ZC%010d", i), Account: Account{"101", 1, "1234567"}, Amount: 1000 + i, ValueDate: Date{2026, 12, 2}})
+			Ref: fmt.Sprintf("ZC%010d", i), Account: Account{"101", 1, "1234567"}, Amount: 1000 + i, ValueDate: Date{Year: 2026, Month: 12, Day: 2}})
 		if err != nil {
 			b.Fatal(err)
 		}

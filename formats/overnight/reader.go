@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/zcgw/zcgw/formats/fixed"
+	"github.com/zcgw/zcgw/formats/fixedfile"
 	"github.com/zcgw/zcgw/formats/recordio"
 )
 
@@ -28,314 +29,191 @@ type Summary struct {
 	Trailer bool
 }
 
-type state uint8
-
-const (
-	stStart state = iota
-	stDetails
-	stDone
-)
-
 const maxCount, maxTotal = 99_999_999, 999_999_999_999_999
 
-func isRecordStart(c byte) bool { return c == 'H' || c == 'D' || c == 'T' }
-
-// checker validates records in file context.
-type checker struct {
-	report     func(*fixed.Error)
-	bad        bool
-	st         state
-	result     bool // a result file
-	incomplete bool // a detail could not be read: totals not compared
-	sum        Summary
-	rec        recordio.Record
-	scratch    fixed.ErrorList
+// body is what an overnight file's records must hold (fixedfile.Body).
+type body struct {
+	sum    Summary
+	result bool // a result file
 }
 
-func newChecker(report func(*fixed.Error)) *checker {
-	return &checker{report: report, scratch: fixed.ErrorList{Max: 1 << 30}}
+func newChecker() (*fixedfile.Checker, *body) {
+	b := &body{}
+	return fixedfile.NewChecker(format, b), b
 }
 
-func (c *checker) addErr(e *fixed.Error, msg string) {
-	c.bad = true
-	if e.Err == nil {
-		e.Err = &recordio.LineError{Line: c.rec.Line, Msg: msg}
-	} else {
-		e.Err = &recordio.LineError{Line: c.rec.Line, Msg: msg, Err: e.Err}
-	}
-	c.report(e)
+// summary is what ck and its body found.
+func (s *body) summary(ck *fixedfile.Checker) Summary {
+	out := s.sum
+	out.Records, out.Trailer, out.Bytes = ck.Records, ck.Trailer, ck.Bytes
+	return out
 }
 
-func (c *checker) pos() fixed.Pos { return fixed.Pos{Record: c.rec.Num, Offset: c.rec.Offset} }
-
-func (c *checker) fieldErr(l *fixed.Layout, name string, reason fixed.Reason, msg string) {
-	f, _ := l.Field(name)
-	c.addErr(l.FieldError(f, c.rec.Bytes, c.pos(), reason, 0, nil), msg)
-}
-
-func (c *checker) recordErr(reason fixed.Reason, msg string) {
-	c.addErr(&fixed.Error{Record: c.rec.Num, RecordType: "overnight", Offset: c.rec.Offset, Column: 1,
-		Bytes: recordio.Clip(c.rec.Bytes), Reason: reason}, msg)
-}
-
-// fields runs the layout's type and constant checks.
-func (c *checker) fields(l *fixed.Layout) bool {
-	c.scratch.Errs = c.scratch.Errs[:0]
-	if l.Validate(c.rec.Bytes, c.pos(), &c.scratch) {
-		return true
-	}
-	for _, e := range c.scratch.Errs {
-		c.addErr(e, e.Reason.String())
-	}
-	return false
-}
-
-func (c *checker) check(rec recordio.Record) (typ byte, ok bool) {
-	c.rec, c.bad = rec, false
-	c.sum.Records = rec.Num
-	b := rec.Bytes
-	typ = b[0]
-	switch {
-	case c.st == stDone:
-		c.recordErr(fixed.Invalid, "record after the trailer")
-	case typ == 'H':
-		if c.st != stStart {
-			c.recordErr(fixed.Invalid, "second header")
-			break
-		}
-		c.header(b)
-	case c.st == stStart:
-		c.recordErr(fixed.Invalid, "the file must start with a header (H)")
-		c.st = stDetails
-		c.incomplete = true
-	case typ == 'D':
-		c.detail(b)
-	case typ == 'T':
-		c.trailer(b)
-	default:
-		c.incomplete = true
-		c.recordErr(fixed.UnknownRecordType, fmt.Sprintf("レコード区分 %q is not H, D or T", typ))
-	}
-	return typ, !c.bad
-}
-
-func (c *checker) header(b []byte) {
-	c.st = stDetails
-	if !c.fields(HeaderLayout) {
+func (s *body) Header(c *fixedfile.Checker, b []byte) {
+	if !c.Fields(HeaderLayout) {
 		return
 	}
-	switch FileType(hType.of(b)) {
+	switch FileType(hType.Of(b)) {
 	case Postings:
 	case Results:
-		c.result = true
+		s.result = true
 	default:
-		c.fieldErr(HeaderLayout, "FileType", fixed.Invalid, "ファイル種別 must be POST or RSLT")
+		c.FieldErr(HeaderLayout, "FileType", fixed.Invalid, "ファイル種別 must be POST or RSLT")
 	}
-	if num(hVersion.of(b)) != 1 {
-		c.fieldErr(HeaderLayout, "Version", fixed.Invalid, "only layout version 01 is known")
-	}
-	if !dateOf(num(hDate.of(b))).Valid() {
-		c.fieldErr(HeaderLayout, "BusinessDate", fixed.Invalid, "not a valid YYYYMMDD date")
-	}
-	if !validStamp(hCreated.of(b)) {
-		c.fieldErr(HeaderLayout, "CreatedAt", fixed.Invalid, "not a valid YYYYMMDDhhmmss time")
-	}
-	if !c.bad {
-		c.sum.Header = *decodeHeader(b)
+	c.HeaderDates(HeaderLayout, b, "CreatedAt")
+	if !c.Bad() {
+		s.sum.Header = *decodeHeader(b)
 	}
 }
 
-func (c *checker) detail(b []byte) {
+func (s *body) Detail(c *fixedfile.Checker, b []byte) {
 	l := PostingLayout
-	if c.result {
+	if s.result {
 		l = ResultLayout
 	}
-	if !c.fields(l) {
-		c.incomplete = true
-		c.sum.Count++
+	if !c.Fields(l) {
+		c.Incomplete = true
+		s.sum.Count++
 		return
 	}
-	c.sum.Count++
-	if seq := num(dSeq.of(b)); seq != c.sum.Count && !c.incomplete {
-		c.fieldErr(l, "Seq", fixed.Invalid, fmt.Sprintf("明細通番 %d, want %d (no gaps, from 1)", seq, c.sum.Count))
+	s.sum.Count++
+	if seq := num(dSeq.Of(b)); seq != s.sum.Count && !c.Incomplete {
+		c.FieldErr(l, "Seq", fixed.Invalid, fmt.Sprintf("明細通番 %d, want %d (no gaps, from 1)", seq, s.sum.Count))
 	}
-	kind, side := b[dKind.lo], b[dSide.lo]
+	kind, side := b[dKind.Lo], b[dSide.Lo]
 	if kind != byte(Posting) && kind != byte(Reversal) {
-		c.fieldErr(l, "Kind", fixed.Invalid, "取引区分 must be P or R")
+		c.FieldErr(l, "Kind", fixed.Invalid, "取引区分 must be P or R")
 	}
 	if side != byte(Debit) && side != byte(Credit) {
-		c.fieldErr(l, "Side", fixed.Invalid, "貸借区分 must be D or C")
+		c.FieldErr(l, "Side", fixed.Invalid, "貸借区分 must be D or C")
 	}
-	if fixed.FirstNonBlank(dTx.of(b)) < 0 {
-		c.fieldErr(l, "TxID", fixed.Invalid, "txid must not be blank")
+	if fixed.FirstNonBlank(dTx.Of(b)) < 0 {
+		c.FieldErr(l, "TxID", fixed.Invalid, "txid must not be blank")
 	}
-	if fixed.FirstNonBlank(dRef.of(b)) < 0 {
-		c.fieldErr(l, "Ref", fixed.Invalid, "posting reference must not be blank")
+	if fixed.FirstNonBlank(dRef.Of(b)) < 0 {
+		c.FieldErr(l, "Ref", fixed.Invalid, "posting reference must not be blank")
 	}
-	if t := b[dAcctType.lo]; t != '1' && t != '2' && t != '4' && t != '9' {
-		c.fieldErr(l, "AccountType", fixed.Invalid, "預金種目 must be 1, 2, 4 or 9")
+	if !fixedfile.ValidAccountType(b[dAcctType.Lo]) {
+		c.FieldErr(l, "AccountType", fixed.Invalid, "預金種目 must be 1, 2, 4 or 9")
 	}
-	amount := num(dAmount.of(b))
+	amount := num(dAmount.Of(b))
 	if amount == 0 {
-		c.fieldErr(l, "Amount", fixed.Invalid, "amount must be positive")
+		c.FieldErr(l, "Amount", fixed.Invalid, "amount must be positive")
 	}
-	c.sum.HashTotal = (c.sum.HashTotal + hashOf(dBranch.of(b), dAcct.of(b))) % HashMod
+	s.sum.HashTotal = (s.sum.HashTotal + hashOf(dBranch.Of(b), dAcct.Of(b))) % HashMod
 	posted := true
-	if c.result {
-		code := ResultCode(num(rCode.of(b)))
+	if s.result {
+		code := ResultCode(num(rCode.Of(b)))
 		posted = code == Posted
 		if !code.Valid() {
-			c.fieldErr(l, "Code", fixed.Invalid, "undefined result code")
+			c.FieldErr(l, "Code", fixed.Invalid, "undefined result code")
 		}
-		coreRef := fixed.FirstNonBlank(rCoreRef.of(b)) >= 0
-		pd := num(rPosted.of(b))
+		coreRef := fixed.FirstNonBlank(rCoreRef.Of(b)) >= 0
+		pd := num(rPosted.Of(b))
 		switch {
 		case posted && !coreRef:
-			c.fieldErr(l, "CoreRef", fixed.Invalid, "a posted detail carries the core's reference")
+			c.FieldErr(l, "CoreRef", fixed.Invalid, "a posted detail carries the core's reference")
 		case !posted && coreRef:
-			c.fieldErr(l, "CoreRef", fixed.Invalid, "only a posted detail carries a core reference")
+			c.FieldErr(l, "CoreRef", fixed.Invalid, "only a posted detail carries a core reference")
 		case posted && !dateOf(pd).Valid():
-			c.fieldErr(l, "PostedDate", fixed.Invalid, "a posted detail carries a valid YYYYMMDD posting date")
+			c.FieldErr(l, "PostedDate", fixed.Invalid, "a posted detail carries a valid YYYYMMDD posting date")
 		case !posted && pd != 0:
-			c.fieldErr(l, "PostedDate", fixed.Invalid, "only a posted detail carries a posting date")
+			c.FieldErr(l, "PostedDate", fixed.Invalid, "only a posted detail carries a posting date")
 		}
 		if posted {
-			c.sum.PostedCount++
+			s.sum.PostedCount++
 		} else {
-			c.sum.RejectedCount++
+			s.sum.RejectedCount++
 		}
 	} else {
-		orig := fixed.FirstNonBlank(pOrig.of(b)) >= 0
+		orig := fixed.FirstNonBlank(pOrig.Of(b)) >= 0
 		switch {
 		case kind == byte(Reversal) && !orig:
-			c.fieldErr(l, "OriginalRef", fixed.Invalid, "a reversal names the reference it reverses")
+			c.FieldErr(l, "OriginalRef", fixed.Invalid, "a reversal names the reference it reverses")
 		case kind == byte(Posting) && orig:
-			c.fieldErr(l, "OriginalRef", fixed.Invalid, "only a reversal has an original reference")
+			c.FieldErr(l, "OriginalRef", fixed.Invalid, "only a reversal has an original reference")
 		}
-		if !dateOf(num(pValue.of(b))).Valid() {
-			c.fieldErr(l, "ValueDate", fixed.Invalid, "not a valid YYYYMMDD date")
+		if !dateOf(num(pValue.Of(b))).Valid() {
+			c.FieldErr(l, "ValueDate", fixed.Invalid, "not a valid YYYYMMDD date")
 		}
 	}
 	if posted {
 		if side == byte(Debit) {
-			c.sum.DebitCount++
-			c.sum.DebitTotal += amount
+			s.sum.DebitCount++
+			s.sum.DebitTotal += amount
 		} else if side == byte(Credit) {
-			c.sum.CreditCount++
-			c.sum.CreditTotal += amount
+			s.sum.CreditCount++
+			s.sum.CreditTotal += amount
 		}
 	}
 }
 
-func (c *checker) trailer(b []byte) {
-	c.st = stDone
-	c.sum.Trailer = true
+func (s *body) Trailer(c *fixedfile.Checker, b []byte) {
 	l := TrailerLayout
-	if c.result {
+	if s.result {
 		l = ResultTrailerLayout
 	}
-	if !c.fields(l) || c.incomplete {
+	if !c.Fields(l) || c.Incomplete {
 		return
 	}
 	eq := func(name string, field []byte, computed, max int64, what string) {
-		if computed > max {
-			c.fieldErr(l, name, fixed.Overflow, fmt.Sprintf("%s %d does not fit the field", what, computed))
-			return
-		}
-		if got := num(field); got != computed {
-			reason := fixed.Invalid
-			if name == "Count" {
-				reason = fixed.LengthMismatch
-			}
-			c.fieldErr(l, name, reason, fmt.Sprintf("trailer says %d, the %s is %d", got, what, computed))
-		}
+		c.Total(l, name, field, computed, max, what)
 	}
-	s := &c.sum
-	eq("Count", tCount.of(b), s.Count, maxCount, "number of details")
-	if c.result {
-		eq("PostedCount", rtPosted.of(b), s.PostedCount, maxCount, "number of posted details")
-		eq("RejectedCount", rtRejected.of(b), s.RejectedCount, maxCount, "number of rejected details")
-		eq("DebitTotal", rtDebit.of(b), s.DebitTotal, maxTotal, "sum of posted debits")
-		eq("CreditTotal", rtCredit.of(b), s.CreditTotal, maxTotal, "sum of posted credits")
+	t := &s.sum
+	eq("Count", tCount.Of(b), t.Count, maxCount, "number of details")
+	if s.result {
+		eq("PostedCount", rtPosted.Of(b), t.PostedCount, maxCount, "number of posted details")
+		eq("RejectedCount", rtRejected.Of(b), t.RejectedCount, maxCount, "number of rejected details")
+		eq("DebitTotal", rtDebit.Of(b), t.DebitTotal, maxTotal, "sum of posted debits")
+		eq("CreditTotal", rtCredit.Of(b), t.CreditTotal, maxTotal, "sum of posted credits")
 	} else {
-		eq("DebitCount", tDebitCount.of(b), s.DebitCount, maxCount, "number of debits")
-		eq("DebitTotal", tDebitTotal.of(b), s.DebitTotal, maxTotal, "sum of debits")
-		eq("CreditCount", tCreditCount.of(b), s.CreditCount, maxCount, "number of credits")
-		eq("CreditTotal", tCreditTotal.of(b), s.CreditTotal, maxTotal, "sum of credits")
+		eq("DebitCount", tDebitCount.Of(b), t.DebitCount, maxCount, "number of debits")
+		eq("DebitTotal", tDebitTotal.Of(b), t.DebitTotal, maxTotal, "sum of debits")
+		eq("CreditCount", tCreditCount.Of(b), t.CreditCount, maxCount, "number of credits")
+		eq("CreditTotal", tCreditTotal.Of(b), t.CreditTotal, maxTotal, "sum of credits")
 	}
-	eq("HashTotal", tHash.of(b), s.HashTotal, maxTotal, "hash total of 店番+口座番号")
-}
-
-func (c *checker) finish(size int64, line int64, last int) {
-	c.sum.Bytes = size
-	if c.st == stDone {
-		return
-	}
-	msg := "missing trailer record"
-	if last == 0 {
-		msg = "empty file: no records"
-	}
-	c.report(&fixed.Error{Record: last, RecordType: "overnight", Offset: size, Reason: fixed.Invalid,
-		Err: &recordio.LineError{Line: line, Msg: msg}})
+	eq("HashTotal", tHash.Of(b), t.HashTotal, maxTotal, "hash total of 店番+口座番号")
 }
 
 // Reader streams an overnight file, handing over only valid records.
 type Reader struct {
-	st recordio.Stream[Record]
-	ck *checker
+	rd   *fixedfile.Reader[Record]
+	ck   *fixedfile.Checker
+	body *body
 }
 
 // NewReader reads a posting or result file from r.
 func NewReader(r io.Reader) *Reader {
-	z := &Reader{}
-	z.st.MaxErrors = DefaultMaxErrors
-	z.ck = newChecker(z.st.Add)
-	z.st.Scanner = recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
-		if e.Reason == fixed.ShortRecord {
-			z.ck.incomplete = true
-		}
-		z.st.Add(e)
-	})
-	z.st.Scanner.RecordType = "overnight"
-	z.st.Decode = z.decode
-	z.st.Finish = func() {
-		sc := z.st.Scanner
-		z.ck.finish(sc.Offset(), sc.Line(), sc.Records())
-	}
-	return z
+	ck, b := newChecker()
+	return &Reader{rd: fixedfile.NewReader(r, ck, DefaultMaxErrors, b.decode), ck: ck, body: b}
 }
 
-func (z *Reader) decode(rec recordio.Record) (Record, bool) {
-	typ, valid := z.ck.check(rec)
-	if !valid {
-		return nil, false
-	}
-	b := rec.Bytes
+func (s *body) decode(typ byte, b []byte) Record {
 	switch {
 	case typ == 'H':
-		return decodeHeader(b), true
-	case typ == 'D' && z.ck.result:
-		return decodeResult(b), true
+		return decodeHeader(b)
+	case typ == 'D' && s.result:
+		return decodeResult(b)
 	case typ == 'D':
-		return decodePosting(b), true
-	case z.ck.result:
-		return decodeResultTrailer(b), true
+		return decodePosting(b)
+	case s.result:
+		return decodeResultTrailer(b)
 	default:
-		return decodeTrailer(b), true
+		return decodeTrailer(b)
 	}
 }
 
 // Next returns the next valid record, a *fixed.ErrorList for a broken one,
 // or io.EOF at the end.
-func (z *Reader) Next() (Record, error) { return z.st.Next() }
+func (z *Reader) Next() (Record, error) { return z.rd.Next() }
 
 // Records iterates over the file (see zengin.Reader.Records).
-func (z *Reader) Records() iter.Seq2[Record, error] { return z.st.All() }
+func (z *Reader) Records() iter.Seq2[Record, error] { return z.rd.Records() }
 
 // Summary describes what has been read so far.
 func (z *Reader) Summary() Summary {
-	s := z.ck.sum
-	s.Separator, s.Bytes = z.st.Scanner.Separator(), z.st.Scanner.Offset()
+	s := z.body.summary(z.ck)
+	s.Separator, s.Bytes = z.rd.Separator(), z.rd.Offset()
 	return s
 }
 
@@ -345,22 +223,11 @@ func Validate(r io.Reader) (Summary, error) { return ValidateMax(r, DefaultMaxEr
 
 // ValidateMax is Validate keeping up to maxErrors errors.
 func ValidateMax(r io.Reader, maxErrors int) (Summary, error) {
-	errs := fixed.NewErrorList(maxErrors)
-	ck := newChecker(func(e *fixed.Error) { errs.Add(e) })
-	sc := recordio.NewScanner(r, RecordLen, isRecordStart, func(e *fixed.Error) {
-		if e.Reason == fixed.ShortRecord {
-			ck.incomplete = true
-		}
-		errs.Add(e)
-	})
-	sc.RecordType = "overnight"
-	if err := recordio.Drain(sc, func(rec recordio.Record) { ck.check(rec) },
-		func() { ck.finish(sc.Offset(), sc.Line(), sc.Records()) }); err != nil {
-		return ck.sum, err
-	}
-	s := ck.sum
-	s.Separator = sc.Separator()
-	return s, errs.Err()
+	ck, b := newChecker()
+	sep, err := fixedfile.Validate(r, ck, maxErrors)
+	s := b.summary(ck)
+	s.Separator = sep
+	return s, err
 }
 
 // Writer writes a posting or result file in canonical form: CR LF after
@@ -516,3 +383,12 @@ func (w *Writer) Close() error {
 	w.st = stDone
 	return w.bw.Flush()
 }
+
+// The writer's place in the file.
+type state uint8
+
+const (
+	stStart state = iota
+	stDetails
+	stDone
+)

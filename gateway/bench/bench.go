@@ -64,13 +64,18 @@ type Latency struct {
 	P999 float64 `json:"p999_ms"`
 }
 
-// DBCost is one database's commits per settled transfer. With WAL and
-// synchronous=FULL every commit is one fsync of the WAL.
+// DBCost is one database's commits and SQL statements per settled
+// transfer. With WAL and synchronous=FULL every commit is one fsync of
+// the WAL. Statements are those run through store.Tx on the file (reads
+// and writes, savepoints of group commits included, and on zc.db the
+// bench's own few reads while it watches the run).
 type DBCost struct {
-	File             string  `json:"file"`
-	Commits          int64   `json:"commits"`
-	CommitsPerSettle float64 `json:"commits_per_settled"`
-	FsyncsPerSettle  float64 `json:"fsyncs_per_settled"`
+	File                string  `json:"file"`
+	Commits             int64   `json:"commits"`
+	CommitsPerSettle    float64 `json:"commits_per_settled"`
+	FsyncsPerSettle     float64 `json:"fsyncs_per_settled"`
+	Statements          int64   `json:"statements"`
+	StatementsPerSettle float64 `json:"statements_per_settled"`
 }
 
 // Report is the outcome of a run (one shape for every mode).
@@ -91,6 +96,7 @@ type Report struct {
 	ByLane         []LaneStat `json:"by_lane,omitempty"` // with more than one lane
 	DBs            []DBCost   `json:"dbs"`
 	CommitsPerTx   float64    `json:"commits_per_settled"`
+	StmtsPerTx     float64    `json:"statements_per_settled"`
 	CPUPer1000     float64    `json:"cpu_s_per_1000"`
 	PeakRSSMB      float64    `json:"peak_rss_mb"`
 	Invariants     []string   `json:"invariants_checked"`
@@ -205,7 +211,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 		return rep, nil
 	}
 	dbs := databases(n)
-	before := commits(dbs)
+	before := counters(dbs)
 	cpu0, err := cpuTime()
 	if err != nil {
 		return rep, err
@@ -375,7 +381,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	after := commits(dbs)
+	after := counters(dbs)
 
 	settledAt, states, err := settleInstants(ctx, n.DB)
 	if err != nil {
@@ -414,16 +420,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 			rep.ByLane = append(rep.ByLane, LaneStat{Lane: l.Lane, Settled: settledIn[l.Lane], PostToSettled: percentiles(byLane[l.Lane])})
 		}
 	}
-	for _, d := range dbs {
-		c := after[d.name] - before[d.name]
-		cost := DBCost{File: d.name, Commits: c}
-		if rep.Settled > 0 {
-			cost.CommitsPerSettle = float64(c) / float64(rep.Settled)
-			cost.FsyncsPerSettle = cost.CommitsPerSettle
-			rep.CommitsPerTx += cost.CommitsPerSettle
-		}
-		rep.DBs = append(rep.DBs, cost)
-	}
+	rep.DBs, rep.CommitsPerTx, rep.StmtsPerTx = costs(dbs, before, after, rep.Settled)
 	rep.CPUPer1000 = (cpu1 - cpu0).Seconds() / float64(len(sents)) * 1000
 	rep.PeakRSSMB, err = peakRSSMB()
 	if err != nil {
@@ -575,10 +572,10 @@ func laneString(ls []LaneShare) string {
 	return b.String()
 }
 
-// namedDB is one database file and its commit counter.
+// namedDB is one database file and its commit and statement counters.
 type namedDB struct {
-	name    string
-	commits func() int64
+	name  string
+	stats func() store.Snapshot
 }
 
 // storeLabel names where the node's databases are, the password masked.
@@ -595,7 +592,7 @@ func storeLabel(n *node.Node) string {
 // commits, the same WAL), and each bank's adapter and core. They are
 // named as files (zc.db) on SQLite, by component (zc) on PostgreSQL.
 func databases(n *node.Node) []namedDB {
-	of := func(db *store.DB) func() int64 { return func() int64 { return db.Stats().Commits } }
+	of := func(db *store.DB) func() store.Snapshot { return db.Stats }
 	name := func(component string) string {
 		if n.Stores.Postgres() {
 			return component
@@ -604,7 +601,7 @@ func databases(n *node.Node) []namedDB {
 	}
 	out := []namedDB{{name(store.CoordinatorDB), of(n.DB)}, {name(store.NoncesDB), of(n.NonceDB)}}
 	if t, ok := n.Transport.(*embedded.Transport); ok { // a broker's commits are not ours to count
-		out = append(out, namedDB{name(store.MQDB), t.Commits})
+		out = append(out, namedDB{name(store.MQDB), t.Stats})
 	}
 	out = append(out, namedDB{name(store.CoordinatorDB) + " job ledger", of(n.JobLedger.DB())})
 	ids := make([]string, 0, len(n.Banks))
@@ -619,12 +616,31 @@ func databases(n *node.Node) []namedDB {
 	return out
 }
 
-func commits(dbs []namedDB) map[string]int64 {
-	m := map[string]int64{}
+func counters(dbs []namedDB) map[string]store.Snapshot {
+	m := map[string]store.Snapshot{}
 	for _, d := range dbs {
-		m[d.name] = d.commits()
+		m[d.name] = d.stats()
 	}
 	return m
+}
+
+// costs is each database's commits and statements between two counter
+// reads, per settled transfer, and their sums over every database.
+func costs(dbs []namedDB, before, after map[string]store.Snapshot, settled int) (out []DBCost, commitsPer, stmtsPer float64) {
+	for _, d := range dbs {
+		c := after[d.name].Commits - before[d.name].Commits
+		st := after[d.name].Statements - before[d.name].Statements
+		cost := DBCost{File: d.name, Commits: c, Statements: st}
+		if settled > 0 {
+			cost.CommitsPerSettle = float64(c) / float64(settled)
+			cost.FsyncsPerSettle = cost.CommitsPerSettle
+			cost.StatementsPerSettle = float64(st) / float64(settled)
+			commitsPer += cost.CommitsPerSettle
+			stmtsPer += cost.StatementsPerSettle
+		}
+		out = append(out, cost)
+	}
+	return out, commitsPer, stmtsPer
 }
 
 func countStates(ctx context.Context, db *store.DB) (map[string]int, error) {

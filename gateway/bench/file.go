@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway/filedrop"
 	"github.com/zcgw/zcgw/gateway/node"
@@ -30,8 +32,14 @@ type FileOptions struct {
 	// Progress gets one line a second while the run goes (nil: none).
 	Progress io.Writer
 	// Quiesce bounds each wait: for the file to be accepted, for every
-	// transfer to be terminal, for the result file (default 10m).
+	// transfer to be terminal, for the result file (default 10m and 3 ms
+	// a record: a loaded machine gives a large file's drop a fraction of a
+	// core).
 	Quiesce time.Duration
+	// AcceptedOnly stops the run once the drop is ACCEPTED: no BULK
+	// window, no settlement, no result file. The invariants checked are
+	// then those of an accepted file (InvAccepted, InvChains).
+	AcceptedOnly bool
 }
 
 // FileReport is the outcome of a file run: the common report (settled,
@@ -83,8 +91,21 @@ func FileConfig(k int) node.Config {
 	return c
 }
 
+// groupRecords is the most data records the bench writes in one
+// header…trailer group (a trailer's 合計件数 is N(6)): a larger file has
+// several groups, one after the other.
+const groupRecords = 999_999
+
+// recordNo is the file record number (1-based, headers and trailers
+// counted) of data record i (0-based) of the bench file.
+func recordNo(i int) int {
+	g := i / groupRecords
+	return i + 2 + 2*g // one header before each group, a header and a trailer per earlier group
+}
+
 // writeFile streams the N-record 総合振込 file of bank 001 to path (its
-// memory does not grow with N) and returns its SHA-256 and size.
+// memory does not grow with N), groupRecords data records per group, and
+// returns its SHA-256 and size.
 func writeFile(path string, banks, records int, date time.Time) (string, int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -95,12 +116,21 @@ func writeFile(path string, banks, records int, date time.Time) (string, int64, 
 	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16)
 	w := zengin.NewWriter(bw)
 	jst := date.In(time.FixedZone("JST", 9*3600))
-	if err := w.WriteHeader(&zengin.Header{Kind: zengin.KindTransfer, ClientCode: "1234567890", ClientName: "ｾﾞﾛｲﾁ ﾍﾞﾝﾁ",
+	header := zengin.Header{Kind: zengin.KindTransfer, ClientCode: "1234567890", ClientName: "ｾﾞﾛｲﾁ ﾍﾞﾝﾁ",
 		Date: zengin.Date{Month: int(jst.Month()), Day: jst.Day()}, BankCode: zenginCode(fileBank), BankName: "ｾﾞﾛｲﾁ",
-		BranchCode: fileBranch, BranchName: "ﾎﾝﾃﾝ", AccountType: 1, AccountNumber: fileAccount}); err != nil {
-		return "", 0, err
-	}
+		BranchCode: fileBranch, BranchName: "ﾎﾝﾃﾝ", AccountType: 1, AccountNumber: fileAccount}
 	for i := range records {
+		if i%groupRecords == 0 {
+			if i > 0 {
+				if err := w.WriteTrailer(); err != nil {
+					return "", 0, err
+				}
+			}
+			h := header
+			if err := w.WriteHeader(&h); err != nil {
+				return "", 0, err
+			}
+		}
 		bank, acct, amount := payeeOf(banks, i)
 		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: zenginCode(bank), BankName: "ｷﾞﾝｺｳ",
 			BranchCode: fileBranch, BranchName: "ｼﾃﾝ", AccountType: 1, AccountNumber: fmt.Sprintf("%07d", acct), Name: "ﾔﾏﾀﾞ ﾀﾛｳ"},
@@ -149,7 +179,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 		return rep, fmt.Errorf("bench: --banks %d: need at least 2", o.Banks)
 	}
 	if o.Quiesce <= 0 {
-		o.Quiesce = 10 * time.Minute
+		o.Quiesce = 10*time.Minute + time.Duration(o.Records)*3*time.Millisecond // 1,000,000 records: 1h 0m
 	}
 	cfg := o.NodeConfig(FileConfig(o.Banks))
 	n, err := node.Start(ctx, node.Options{DataDir: o.DataDir, Config: &cfg, WatchFiles: true, WatchEvery: 50 * time.Millisecond})
@@ -186,7 +216,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 		return rep, err
 	}
 	dbs := databases(n)
-	before := commits(dbs)
+	before := counters(dbs)
 	cpu0, err := cpuTime()
 	if err != nil {
 		return rep, err
@@ -244,17 +274,23 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 			}
 		}
 		ok, err := dropped(filedrop.StatusAccepted)
-		if err != nil {
-			return false, 0, err
+		if err != nil || ok || time.Since(lastLine) < time.Second {
+			return ok, 0, err
 		}
+		// Counted only for the progress line: a count of Transactions
+		// every tick cost the run about a core's fifth (a scan of the
+		// state index while the drop writes it).
 		c, err := countState("RECEIVED")
-		return ok, c, err
+		return false, c, err
 	}); err != nil {
 		return rep, err
 	}
 	rep.AcceptedSeconds = time.Since(start).Seconds()
 	rep.AcceptedPerSec = float64(o.Records) / rep.AcceptedSeconds
 	progress("accepted", o.Records, o.Records)
+	if o.AcceptedOnly {
+		return rep, acceptedOnly(ctx, n, hash, o.Records, dbs, before, cpu0, &rep)
+	}
 
 	// The BULK window, as its schedule would run it: it reserves H for
 	// the file's transfers and hands them to the orchestrator, whose
@@ -283,7 +319,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	if err != nil {
 		return rep, err
 	}
-	after := commits(dbs)
+	after := counters(dbs)
 	if err := until("result file", func() (bool, int, error) {
 		ok, err := dropped(filedrop.StatusResulted)
 		return ok, o.Records, err
@@ -306,16 +342,7 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	}
 	rep.Seconds = rep.SettledSeconds
 	rep.SettledPerSec = float64(rep.Settled) / rep.Seconds
-	for _, d := range dbs {
-		c := after[d.name] - before[d.name]
-		cost := DBCost{File: d.name, Commits: c}
-		if rep.Settled > 0 {
-			cost.CommitsPerSettle = float64(c) / float64(rep.Settled)
-			cost.FsyncsPerSettle = cost.CommitsPerSettle
-			rep.CommitsPerTx += cost.CommitsPerSettle
-		}
-		rep.DBs = append(rep.DBs, cost)
-	}
+	rep.DBs, rep.CommitsPerTx, rep.StmtsPerTx = costs(dbs, before, after, rep.Settled)
 	rep.CPUPer1000 = (cpu1 - cpu0).Seconds() / float64(o.Records) * 1000
 	if rep.PeakRSSMB, err = peakRSSMB(); err != nil {
 		return rep, err
@@ -326,8 +353,76 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 	payer := fileBank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(fileBank), fileBranch, 1, fileAccount)
 	for i := range sents {
 		bank, acct, amount := payeeOf(o.Banks, i)
-		sents[i] = sent{txid: filedrop.TxID(hash, i+2), payer: payer, amount: amount,
+		sents[i] = sent{txid: filedrop.TxID(hash, recordNo(i)), payer: payer, amount: amount,
 			payee: bank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(bank), fileBranch, 1, fmt.Sprintf("%07d", acct))}
 	}
 	return rep, check(ctx, n, cfg, opening, sents, states, &rep.Report)
+}
+
+// InvAccepted is the invariant of an accepted file (FileOptions.AcceptedOnly):
+// every data record is exactly one BULK transfer in RECEIVED under its
+// record's txid, and Transactions holds no other.
+const InvAccepted = "accepted"
+
+// acceptedOnly ends an AcceptedOnly run: the commits, CPU and peak RSS
+// up to the drop ACCEPTED (read before the checks, whose own memory is
+// not the drop's), then InvAccepted and InvChains.
+func acceptedOnly(ctx context.Context, n *node.Node, hash string, records int, dbs []namedDB, before map[string]store.Snapshot, cpu0 time.Duration, rep *FileReport) error {
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	if rep.PeakRSSMB, err = peakRSSMB(); err != nil {
+		return err
+	}
+	rep.Seconds = rep.AcceptedSeconds
+	rep.CPUPer1000 = (cpu1 - cpu0).Seconds() / float64(records) * 1000
+	rep.DBs, _, _ = costs(dbs, before, counters(dbs), 0)
+	rep.Invariants = append(rep.Invariants, InvAccepted)
+	want := make(map[string]bool, records)
+	for i := range records {
+		want[filedrop.TxID(hash, recordNo(i))] = true
+	}
+	seen := 0
+	err = n.DB.Read(ctx, func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT txid, lane, state FROM Transactions`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, ln, st string
+			if err := rows.Scan(&id, &ln, &st); err != nil {
+				return err
+			}
+			switch {
+			case !want[id]:
+				return breach(InvAccepted, "Transactions has %s (%s %s), no record of the file", id, ln, st)
+			case ln != "BULK" || st != "RECEIVED":
+				return breach(InvAccepted, "transfer %s is %s %s, want BULK RECEIVED", id, ln, st)
+			}
+			seen++
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		var br *Breach
+		if errors.As(err, &br) {
+			return err
+		}
+		return fmt.Errorf("bench: read transfers: %w", err)
+	}
+	if seen != records {
+		return breach(InvAccepted, "%d transfers for %d records", seen, records)
+	}
+	rep.Invariants = append(rep.Invariants, InvChains)
+	vr, err := finality.VerifyAll(ctx, n.DB)
+	if err != nil {
+		return fmt.Errorf("bench: verify chains: %w", err)
+	}
+	if !vr.OK() {
+		return breach(InvChains, "%d chain(s) broken, the first: %+v", len(vr.Breaks), vr.Breaks[0])
+	}
+	rep.ChainsVerified = vr.Chains
+	return nil
 }

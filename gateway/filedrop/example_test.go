@@ -15,7 +15,7 @@ func ExampleTxID() {
 	fmt.Println(filedrop.IdempotencyKey(fileHash, 2))
 	fmt.Println(filedrop.AccountHash(filedrop.DefaultAccountSalt, "0002", "010", 1, "2222222")[:20])
 	// Output:
-	// TX-7fc373d5b783ce505ceeab01
+	// TX-47139845544f679f1c-0000000002
 	// FD:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08:2
 	// h:9030c90cbfa9aa4337
 }

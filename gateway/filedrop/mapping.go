@@ -3,6 +3,7 @@ package filedrop
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
@@ -22,12 +23,15 @@ func AccountHash(salt, bankCode, branchCode string, accountType uint8, accountNu
 
 // TxID is the txid of the transfer made from record recordNo (1-based,
 // counting every record of the file) of the file with SHA-256 fileHash
-// (hex): "TX-" and the first 24 hex digits (96 bits) of
-// SHA-256("zcgw-filedrop|<fileHash>|<recordNo>"), the same shape as the
-// coordinator's own txids (27 characters, within ident.TxID's 32).
+// (hex): "TX-", the first 18 hex digits (72 bits) of
+// SHA-256("zcgw-filedrop|<fileHash>"), "-" and recordNo in 10 digits (32
+// characters, ident.TxID's bound). A file's txids sort in record order:
+// a chunk of consecutive records lands on a few neighbouring pages of
+// every index keyed by txid instead of one page per record (issue 14:
+// the pages a commit writes, not the rows, bounded the file drop).
 func TxID(fileHash string, recordNo int) string {
-	h := sha256.Sum256([]byte("zcgw-filedrop|" + fileHash + "|" + strconv.Itoa(recordNo)))
-	return "TX-" + hex.EncodeToString(h[:12])
+	h := sha256.Sum256([]byte("zcgw-filedrop|" + fileHash))
+	return fmt.Sprintf("TX-%s-%010d", hex.EncodeToString(h[:9]), recordNo)
 }
 
 // IdempotencyKey is the idempotency key under which record recordNo of

@@ -92,7 +92,7 @@ func TestMetricsGaugesFromARealNode(t *testing.T) {
 	var unsent int64
 	var oldest string
 	if err := n.DB.Read(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&unsent, &oldest)
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM EventOutbox WHERE outbox_seq > (SELECT acked_seq FROM EventPublisher)`).Scan(&unsent, &oldest)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -596,7 +596,7 @@ func (n *Node) startLoops(ctx context.Context, opts Options) (closer func() erro
 	if k := n.Config.Kafka; k != nil && len(k.Brokers) > 0 {
 		if pub, err = startPublisher(ctx, events.New(n.DB, opts.Clock), kafkapub.Config{Brokers: k.Brokers,
 			Topics: kafkapub.Topics{Default: k.DefaultTopic, Families: k.Topics}, CreateTopics: (*kafkapub.TopicLayout)(k.CreateTopics),
-			Wake: events.WakeOf(n.FinalityLog), Clock: opts.Clock, Logger: opts.Logger}, n.log); err != nil {
+			Wake: events.WakeOf(n.FinalityLog), Owner: n.ID.Owner("events"), Clock: opts.Clock, Logger: opts.Logger}, n.log); err != nil {
 			l.stop()
 			return nil, err
 		}

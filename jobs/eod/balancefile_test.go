@@ -6,24 +6,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/adapter/coresim"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/jobs/scheduler"
+	"github.com/zcgw/zcgw/jobs/workbook"
 )
 
-// TestEODFromBalanceFileFindsEveryDrift injects the three causes of drift
-// into bank 002 (clean in the fixture) and runs EOD, which reconciles from
-// the core balance file the simulated core drops: an out-of-band teller
+// TestEODFromBalanceFileFindsEveryDriftOneCasePerCause injects the three
+// causes of drift into bank 002 (clean in the fixture) and runs EOD, which
+// reconciles from the core balance file the simulated core drops
+// (coresim → adapter.ReconcileBalanceFile → Cases): an out-of-band teller
 // change (-2,000), a posting the shadow holds APPLIED that the core never
 // made (missing posting, -3,000) and a posting the core made that the
 // shadow never sent (extra posting, +4,000). Each is found with its
 // amount on its account; a posting applied after the file's cutoff is not
-// a drift (UNSETTLED); the bank's drifts go to one RECON_DRIFT Case (one
-// cause: CAUSE:002:RECON_DRIFT), and a forced re-run records and opens
-// nothing more.
-func TestEODFromBalanceFileFindsEveryDrift(t *testing.T) {
+// a drift (UNSETTLED); each cause opens exactly one RECON_DRIFT Case of
+// its own (cause key CAUSE:002:RECON_DRIFT:{account hash}:{drift}) naming
+// the account and the amount, the workbook shows each drift with its
+// Case, and a forced re-run of the same date records and opens nothing
+// more.
+func TestEODFromBalanceFileFindsEveryDriftOneCasePerCause(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	core, a := f.cores["002"], f.banks[1]
@@ -80,7 +85,7 @@ func TestEODFromBalanceFileFindsEveryDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]int64{}
-		caseIDs := map[string]bool{}
+		caseIDs := map[string]string{}
 		for _, d := range ds {
 			if _, dup := got[d.CoreAccount]; dup {
 				t.Errorf("two drift rows for %s", d.CoreAccount)
@@ -89,22 +94,57 @@ func TestEODFromBalanceFileFindsEveryDrift(t *testing.T) {
 			if d.Source != adapter.SourceBalanceFile || d.Status != "OPEN" || d.CaseID == "" {
 				t.Errorf("drift %+v", d)
 			}
-			caseIDs[d.CaseID] = true
+			if other, dup := caseIDs[d.CaseID]; dup {
+				t.Errorf("drifts of %s and %s share Case %s", other, d.CoreAccount, d.CaseID)
+			}
+			caseIDs[d.CaseID] = d.CoreAccount
+			// The Case is this cause's: its key names the account (by
+			// hash) and the amount, its description the account and the
+			// amount.
+			key := fmt.Sprintf("CAUSE:002:RECON_DRIFT:%s:%+d", d.AccountHash, d.Drift)
+			desc := fmt.Sprintf("%%account %s: core balance %d, shadow %d (drift %+d)", d.CoreAccount, d.CoreBalance, d.ShadowBalance, d.Drift)
+			if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE case_id = ? AND reason_code = 'RECON_DRIFT' AND cause_party_id = '002'
+				AND state = 'OPEN' AND cause_key = ? AND description LIKE ?`, d.CaseID, key, desc); n != 1 {
+				t.Errorf("Case %s of drift %+v: not the OPEN RECON_DRIFT Case %s described %q", d.CaseID, d, key, desc)
+			}
 		}
 		want := map[string]int64{"100-1-0000001": -2000, "100-1-0000002": -3000, "100-1-0000003": 4000}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("drifts %v, want %v", got, want)
 		}
-		if len(caseIDs) != 1 {
-			t.Errorf("drift Cases %v, want the one Case of cause CAUSE:002:RECON_DRIFT", caseIDs)
+		if len(caseIDs) != 3 {
+			t.Errorf("drift Cases %v, want one per cause (3)", caseIDs)
 		}
-		for id := range caseIDs {
-			if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE case_id = ? AND reason_code = 'RECON_DRIFT' AND cause_party_id = '002'`, id); n != 1 {
-				t.Errorf("Case %s not a RECON_DRIFT Case of bank 002", id)
+		if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE reason_code = 'RECON_DRIFT' AND cause_party_id = '002'`); n != 3 {
+			t.Errorf("bank 002 RECON_DRIFT Cases = %d, want 3 (one per cause)", n)
+		}
+		if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE reason_code = 'RECON_DRIFT'`); n != 4 {
+			t.Errorf("RECON_DRIFT Cases = %d, want 4 (bank 001's fixture drift and bank 002's three)", n)
+		}
+		// The workbook shows each drift with its Case, and each Case.
+		wb, err := excelize.OpenFile(workbook.Path(f.dir, day))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wb.Close()
+		driftRows, _ := wb.GetRows(workbook.SheetDrift)
+		excRows, _ := wb.GetRows(workbook.SheetExceptions)
+		for id, acct := range caseIDs {
+			shown := 0
+			for _, row := range driftRows {
+				if len(row) > 7 && row[0] == "002" && row[2] == acct && row[7] == id {
+					shown++
+				}
 			}
-		}
-		if n := count(t, f.db, `SELECT COUNT(*) FROM Cases WHERE reason_code = 'RECON_DRIFT'`); n != 2 {
-			t.Errorf("RECON_DRIFT Cases = %d, want 2 (one per bank with drifts)", n)
+			listed := 0
+			for _, row := range excRows {
+				if len(row) > 10 && row[1] == "CASE" && row[9] == "RECON_DRIFT" && row[10] == id {
+					listed++
+				}
+			}
+			if shown != 1 || listed != 1 {
+				t.Errorf("workbook: drift of %s with Case %s on %d Drift rows and %d Exceptions rows, want 1 and 1", acct, id, shown, listed)
+			}
 		}
 		if n := count(t, f.db, `SELECT drifts FROM EodReconciliations WHERE bank_id = '002'`); n != 3 {
 			t.Errorf("bank 002 drifts = %d, want 3", n)

@@ -19,7 +19,8 @@
 //     guard;
 //   - ingest: the result file is checked whole first (format, header,
 //     every detail echoes its posting) and then applied in one transaction
-//     (outbox.SettleFromFile per posting: IN_FILE -> APPLIED or BLOCKED)
+//     (read by streaming and settled 4,096 postings at a time with
+//     outbox.SettleFromFileAll: IN_FILE -> APPLIED or BLOCKED)
 //     together with its record keyed by name and by SHA-256 of its
 //     content: the same file again (under any name) changes nothing, and
 //     a different content under a name already ingested is refused;
@@ -35,5 +36,5 @@
 // formats/overnight, outbox, coordinator/{store,clock,domainerr} and
 // jobs/scheduler. It must not import adapter/coresim (the simulated core's
 // folder pickup is in jobs/overnight/corepickup) and writes the outbox's
-// table only through outbox.TakeForFile and outbox.SettleFromFile.
+// table only through outbox.TakeForFile and outbox.SettleFromFileAll.
 package overnight

@@ -2,7 +2,6 @@ package overnight
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -34,6 +33,10 @@ const (
 
 // MaxRecords is the largest file (明細通番 has 8 digits).
 const MaxRecords = 99_999_999
+
+// entryChunk is how many of a file's postings are read (and, at intake,
+// settled) at a time: memory stays flat in the file's size.
+const entryChunk = 4096
 
 // Schema is the DDL of the exchange's tables, in the adapter's database.
 // The postings themselves are the adapter's outbox rows (route FILE,
@@ -243,32 +246,42 @@ func (x *Exchange) render(ctx context.Context, f File, w io.Writer) error {
 		BusinessDate: od, FileSeq: f.Seq, CreatedAt: f.createdJST}); err != nil {
 		return err
 	}
-	var entries []outbox.FileEntry
-	err = x.cfg.DB.Read(ctx, func(tx *store.Tx) error {
-		var err error
-		entries, err = x.ob.FileEntries(ctx, tx, f.Key)
-		return err
-	})
-	if err != nil {
-		return err
+	// The postings a slice at a time (memory flat in the file's size).
+	var after int64
+	for {
+		var entries []outbox.FileEntry
+		if err := x.cfg.DB.Read(ctx, func(tx *store.Tx) error {
+			var err error
+			entries, err = x.ob.FileEntriesAfter(ctx, tx, f.Key, after, entryChunk)
+			return err
+		}); err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			if e.Seq != after+1 {
+				return fmt.Errorf("file %s: posting %d missing", f.Key, after+1)
+			}
+			after = e.Seq
+			d := ofile.PostingDetail{Seq: e.Seq, Ref: e.Posting.Ref, TxID: e.Posting.TxID, Amount: e.Posting.Amount,
+				OriginalRef: e.Posting.ReversalOf, Kind: ofile.Posting, Side: ofile.Side(e.Side), ValueDate: od}
+			if e.Posting.Kind == outbox.Reversal {
+				d.Kind = ofile.Reversal
+			}
+			k, err := coreacct.Parse(e.Posting.Account)
+			if err != nil {
+				return fmt.Errorf("detail %d (%s): %w", e.Seq, e.Posting.Ref, err)
+			}
+			d.BranchCode, d.AccountType, d.AccountNumber = k.Branch, k.Type, k.Number
+			if err := ow.WritePosting(&d); err != nil {
+				return fmt.Errorf("detail %d (%s): %w", d.Seq, d.Ref, err)
+			}
+		}
 	}
-	if len(entries) != f.Records {
-		return fmt.Errorf("file %s has %d postings recorded, %d found", f.Key, f.Records, len(entries))
-	}
-	for _, e := range entries {
-		d := ofile.PostingDetail{Seq: e.Seq, Ref: e.Posting.Ref, TxID: e.Posting.TxID, Amount: e.Posting.Amount,
-			OriginalRef: e.Posting.ReversalOf, Kind: ofile.Posting, Side: ofile.Side(e.Side), ValueDate: od}
-		if e.Posting.Kind == outbox.Reversal {
-			d.Kind = ofile.Reversal
-		}
-		k, err := coreacct.Parse(e.Posting.Account)
-		if err != nil {
-			return fmt.Errorf("detail %d (%s): %w", e.Seq, e.Posting.Ref, err)
-		}
-		d.BranchCode, d.AccountType, d.AccountNumber = k.Branch, k.Type, k.Number
-		if err := ow.WritePosting(&d); err != nil {
-			return fmt.Errorf("detail %d (%s): %w", d.Seq, d.Ref, err)
-		}
+	if after != int64(f.Records) {
+		return fmt.Errorf("file %s has %d postings recorded, %d found", f.Key, f.Records, after)
 	}
 	return ow.Close()
 }
@@ -446,15 +459,27 @@ type Ingested struct {
 func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, err error) {
 	path := filepath.Join(x.cfg.Results, f.ResultName())
 	in.File = path
-	data, err := os.ReadFile(path)
+	// The file is read three times, by streaming (memory flat in its
+	// size): hashed, validated whole, then applied.
+	fh, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return in, false, nil
 	}
 	if err != nil {
 		return in, false, fmt.Errorf("overnight: ingest: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	shaHex := hex.EncodeToString(sum[:])
+	defer fh.Close()
+	rewind := func() (io.Reader, error) {
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("overnight: ingest: %w", err)
+		}
+		return bufio.NewReaderSize(fh, 1<<20), nil
+	}
+	hsh := sha256.New()
+	if _, err := io.Copy(hsh, fh); err != nil {
+		return in, false, fmt.Errorf("overnight: ingest: %w", err)
+	}
+	shaHex := hex.EncodeToString(hsh.Sum(nil))
 	name := filepath.Base(path)
 	// Already ingested (by name or by content)?
 	var prevName, prevSHA string
@@ -472,7 +497,11 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 	case !errors.Is(err, sql.ErrNoRows):
 		return in, false, err
 	}
-	sumry, verr := ofile.Validate(bytes.NewReader(data))
+	rd, err := rewind()
+	if err != nil {
+		return in, false, err
+	}
+	sumry, verr := ofile.Validate(rd)
 	if verr != nil {
 		return in, true, domainerr.Wrap("INVALID_REQUEST", verr, "overnight: result file "+name+" is invalid", map[string]any{"file": path})
 	}
@@ -493,23 +522,43 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 		return in, true, bad(fmt.Sprintf("answers %d details, the file had %d", sumry.Count, f.Records), nil)
 	}
 	err = x.cfg.DB.Write(ctx, func(tx *store.Tx) error {
+		in.Posted, in.Rejected = 0, 0 // fn may run again (store.Write on PostgreSQL)
 		now := clock.Stamp(x.cfg.Clock.Now())
-		entries, err := x.ob.FileEntries(ctx, tx, f.Key)
+		waiting, err := x.ob.FileWaiting(ctx, tx, f.Key)
 		if err != nil {
 			return err
 		}
-		items := map[int64]outbox.FileEntry{}
-		for _, e := range entries {
-			if e.Status == outbox.InFile {
-				items[e.Seq] = e
+		if waiting != f.Records {
+			return bad(fmt.Sprintf("%d of the file's %d postings are still waiting for an answer", waiting, f.Records), nil)
+		}
+		rd0, err := rewind()
+		if err != nil {
+			return err
+		}
+		// Hashed again while applied: the bytes applied are the bytes
+		// recorded (one open file; a change in place is refused).
+		again := sha256.New()
+		rd := io.TeeReader(rd0, again)
+		// The file's postings and their answers a slice at a time: each
+		// detail must echo the next posting; each slice settles by
+		// outbox.SettleFromFileAll, all in this one transaction.
+		var (
+			entries []outbox.FileEntry
+			pos     int
+			after   int64
+			answers = make([]outbox.FileAnswer, 0, entryChunk)
+		)
+		settle := func() error {
+			if len(answers) == 0 {
+				return nil
 			}
+			if err := x.ob.SettleFromFileAll(ctx, tx, answers); err != nil {
+				return fmt.Errorf("postings of %s: %w", f.Key, err)
+			}
+			answers = answers[:0]
+			return nil
 		}
-		if len(items) != f.Records {
-			return bad(fmt.Sprintf("%d of the file's %d postings are still waiting for an answer", len(items), f.Records), nil)
-		}
-		answers := make([]outbox.FileAnswer, 0, f.Records)
-		r := ofile.NewReader(bytes.NewReader(data))
-		for rec, err := range r.Records() {
+		for rec, err := range ofile.NewReader(rd).Records() {
 			if err != nil {
 				return err
 			}
@@ -517,14 +566,29 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 			if !isDetail {
 				continue
 			}
-			it, found := items[d.Seq]
-			acct := fmt.Sprintf("%s-%d-%s", d.BranchCode, d.AccountType, d.AccountNumber)
-			if !found || it.Posting.Ref != d.Ref || it.Posting.TxID != d.TxID || it.Posting.Account != acct ||
-				it.Posting.Amount != d.Amount || it.Side != byte(d.Side) {
+			if pos == len(entries) {
+				if err := settle(); err != nil {
+					return err
+				}
+				if entries, err = x.ob.FileEntriesAfter(ctx, tx, f.Key, after, entryChunk); err != nil {
+					return err
+				}
+				pos = 0
+			}
+			mismatch := pos == len(entries)
+			var it outbox.FileEntry
+			if !mismatch {
+				it = entries[pos]
+				pos++
+				acct := coreacct.Format(d.BranchCode, d.AccountType, d.AccountNumber)
+				mismatch = it.Seq != d.Seq || it.Status != outbox.InFile || it.Posting.Ref != d.Ref || it.Posting.TxID != d.TxID ||
+					it.Posting.Account != acct || it.Posting.Amount != d.Amount || it.Side != byte(d.Side)
+			}
+			if mismatch {
 				return bad(fmt.Sprintf("detail %d (ref %s) does not echo posting %d of the file", d.Seq, d.Ref, d.Seq),
 					map[string]any{"detail": d.Seq, "ref": d.Ref})
 			}
-			delete(items, d.Seq)
+			after = it.Seq
 			posted := d.Code == ofile.Posted || d.Code == ofile.AlreadyPosted
 			reason := ""
 			if posted {
@@ -535,12 +599,17 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 			}
 			answers = append(answers, outbox.FileAnswer{Ref: it.Posting.Ref, Applied: posted, Reason: reason, CoreRef: strings.TrimSpace(d.CoreRef)})
 		}
-		if len(items) != 0 {
-			return bad(fmt.Sprintf("%d postings have no answer", len(items)), nil)
+		if err := settle(); err != nil {
+			return err
 		}
-		// Every posting of the file settles in this one transaction.
-		if err := x.ob.SettleFromFileAll(ctx, tx, answers); err != nil {
-			return fmt.Errorf("postings of %s: %w", f.Key, err)
+		if after != int64(f.Records) {
+			return bad(fmt.Sprintf("%d postings have no answer", int64(f.Records)-after), nil)
+		}
+		if _, err := io.Copy(io.Discard, rd); err != nil {
+			return fmt.Errorf("overnight: ingest: %w", err)
+		}
+		if hex.EncodeToString(again.Sum(nil)) != shaHex {
+			return bad("changed while it was read", map[string]any{"sha256": shaHex})
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO OvernightResultFiles (name, sha256, file_key, posted, rejected, ingested_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, name, shaHex, f.Key, in.Posted, in.Rejected, now); err != nil {
@@ -561,15 +630,9 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 // or another name): nothing else changes.
 func (x *Exchange) markAnswered(ctx context.Context, f File) error {
 	return x.cfg.DB.Write(ctx, func(tx *store.Tx) error {
-		entries, err := x.ob.FileEntries(ctx, tx, f.Key)
+		n, err := x.ob.FileWaiting(ctx, tx, f.Key)
 		if err != nil {
 			return err
-		}
-		n := 0
-		for _, e := range entries {
-			if e.Status == outbox.InFile {
-				n++
-			}
 		}
 		if n != 0 {
 			return domainerr.New("INVALID_REQUEST", "overnight: the result for "+f.Name+" was ingested for another file",

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"io"
 	"runtime"
+	"sync"
 )
 
 // deflateChunk is how much input each parallel deflate job compresses.
@@ -26,13 +27,27 @@ type parallelDeflate struct {
 }
 
 type deflated struct {
-	b   []byte
+	out *bytes.Buffer
 	err error
 }
 
+// The chunk buffers, output buffers and compressors are reused: a large
+// workbook deflates hundreds of chunks, and a fresh flate.Writer and two
+// fresh megabyte buffers per chunk are most of the garbage the save makes
+// (and their zeroing most of its memory traffic).
+var (
+	chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, deflateChunk); return &b }}
+	outPool   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	flatePool = sync.Pool{New: func() any { w, _ := flate.NewWriter(io.Discard, flate.BestSpeed); return w }}
+)
+
+func getChunk() []byte { return (*chunkPool.Get().(*[]byte))[:0] }
+
+func putChunk(b []byte) { chunkPool.Put(&b) }
+
 func newParallelDeflate(w io.Writer) io.WriteCloser {
 	n := runtime.GOMAXPROCS(0)
-	return &parallelDeflate{w: w, sem: make(chan struct{}, n), buf: make([]byte, 0, deflateChunk)}
+	return &parallelDeflate{w: w, sem: make(chan struct{}, n), buf: getChunk()}
 }
 
 func (d *parallelDeflate) Write(p []byte) (int, error) {
@@ -55,20 +70,22 @@ func (d *parallelDeflate) Write(p []byte) (int, error) {
 // chunks while more than two per core are pending.
 func (d *parallelDeflate) dispatch() {
 	data := d.buf
-	d.buf = make([]byte, 0, deflateChunk)
+	d.buf = getChunk()
 	res := make(chan deflated, 1)
 	d.sem <- struct{}{}
 	go func() {
 		defer func() { <-d.sem }()
-		var out bytes.Buffer
-		out.Grow(len(data) / 4)
-		fw, err := flate.NewWriter(&out, flate.BestSpeed)
+		out := outPool.Get().(*bytes.Buffer)
+		out.Reset()
+		fw := flatePool.Get().(*flate.Writer)
+		fw.Reset(out)
+		_, err := fw.Write(data)
 		if err == nil {
-			if _, err = fw.Write(data); err == nil {
-				err = fw.Flush()
-			}
+			err = fw.Flush()
 		}
-		res <- deflated{out.Bytes(), err}
+		flatePool.Put(fw)
+		putChunk(data)
+		res <- deflated{out, err}
 	}()
 	d.pending = append(d.pending, res)
 	for len(d.pending) > 2*cap(d.sem) && d.err == nil {
@@ -83,8 +100,9 @@ func (d *parallelDeflate) writeOldest() {
 		d.err = r.err
 	}
 	if d.err == nil {
-		_, d.err = d.w.Write(r.b)
+		_, d.err = d.w.Write(r.out.Bytes())
 	}
+	outPool.Put(r.out)
 }
 
 // Close compresses what is buffered, writes every chunk in order and ends
@@ -93,15 +111,16 @@ func (d *parallelDeflate) Close() error {
 	if len(d.buf) > 0 && d.err == nil {
 		d.dispatch()
 	}
+	putChunk(d.buf)
+	d.buf = nil
 	for len(d.pending) > 0 {
 		d.writeOldest()
 	}
 	if d.err != nil {
 		return d.err
 	}
-	fw, err := flate.NewWriter(d.w, flate.BestSpeed)
-	if err != nil {
-		return err
-	}
+	fw := flatePool.Get().(*flate.Writer)
+	defer flatePool.Put(fw)
+	fw.Reset(d.w)
 	return fw.Close()
 }

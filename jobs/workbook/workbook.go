@@ -105,7 +105,7 @@ type Exception struct {
 // or CASE:<case id>.
 func (e Exception) Key() string {
 	if e.Kind == KindPosting {
-		return fmt.Sprintf("%s:%s:%d", KindPosting, e.BankID, e.OutboxID)
+		return KindPosting + ":" + e.BankID + ":" + strconv.FormatInt(e.OutboxID, 10)
 	}
 	return KindCase + ":" + e.CaseID
 }
@@ -551,12 +551,12 @@ func exceptionRows(r Report, s styles, errp *error) iter.Seq[[][]any] {
 		var perr error
 		go func() {
 			defer close(ch)
-			macs := newMACer(r.Seal.Key)
-			batch := make([][]any, 0, exceptionBatch)
+			rb := newRowBuilder(r, s)
+			batch := rb.batch()
 			send := func() bool {
 				select {
 				case ch <- batch:
-					batch = make([][]any, 0, exceptionBatch)
+					batch = rb.batch()
 					return true
 				case <-stop:
 					return false
@@ -567,7 +567,7 @@ func exceptionRows(r Report, s styles, errp *error) iter.Seq[[][]any] {
 					perr = err
 					return
 				}
-				batch = append(batch, exceptionCells(e, s, macs, r))
+				batch = append(batch, rb.row(e))
 				if len(batch) == exceptionBatch && !send() {
 					return
 				}
@@ -592,19 +592,63 @@ func exceptionRows(r Report, s styles, errp *error) iter.Seq[[][]any] {
 	}
 }
 
-// exceptionCells is one Exceptions row. Empty cells are left out (nil):
-// Resolution and Comment are the reviewer's, and a reader sees a missing
-// cell as "".
-func exceptionCells(e Exception, s styles, macs *macer, r Report) []any {
+// rowBuilder builds the Exceptions rows on the producer goroutine with
+// few allocations: a batch's cells and its styled cells are two arrays
+// (a row's styled cells are handed to excelize as *Cell, which boxes
+// without allocating), and a date cell's value is made once per distinct
+// instant.
+type rowBuilder struct {
+	r     Report
+	s     styles
+	macs  *macer
+	cells []any
+	cs    []excelize.Cell
+	times [2]struct {
+		t time.Time
+		v any
+	}
+}
+
+func newRowBuilder(r Report, s styles) *rowBuilder {
+	return &rowBuilder{r: r, s: s, macs: newMACer(r.Seal.Key)}
+}
+
+// styledCells is how many cells of a row carry a style (amount, SLA, since).
+const styledCells = 3
+
+// batch is an empty batch with room for exceptionBatch rows.
+func (b *rowBuilder) batch() [][]any {
+	b.cells = make([]any, 0, exceptionBatch*exceptionCols)
+	b.cs = make([]excelize.Cell, 0, exceptionBatch*styledCells)
+	return make([][]any, 0, exceptionBatch)
+}
+
+// date is the value of a date cell for t (jstCell); the last instant of
+// each of the two date columns is remembered (SLA, since).
+func (b *rowBuilder) date(i int, t time.Time) any {
+	m := &b.times[i]
+	if m.v == nil || !m.t.Equal(t) {
+		m.t, m.v = t, jstCell(t)
+	}
+	return m.v
+}
+
+// row is one Exceptions row. Empty cells are left out (nil): Resolution
+// and Comment are the reviewer's, and a reader sees a missing cell as "".
+func (b *rowBuilder) row(e Exception) []any {
 	id := e.identity()
 	var outboxID any // no cell: a CASE row has no outbox id
 	if e.Kind == KindPosting {
 		outboxID = e.OutboxID
 	}
-	cells := []any{id[0], e.Kind, e.BankID, outboxID, e.Ref, e.TxID, e.Account,
-		excelize.Cell{StyleID: s.yen, Value: e.Amount}, e.Status, e.ReasonCode, e.CaseID,
-		excelize.Cell{StyleID: s.date, Value: jstCell(e.SLA)}, excelize.Cell{StyleID: s.date, Value: jstCell(e.Since)},
-		nil, nil, macs.mac(r.Seal.WorkbookID, r.BusinessDate, id)}
+	n := len(b.cs)
+	b.cs = append(b.cs, excelize.Cell{StyleID: b.s.yen, Value: e.Amount},
+		excelize.Cell{StyleID: b.s.date, Value: b.date(0, e.SLA)}, excelize.Cell{StyleID: b.s.date, Value: b.date(1, e.Since)})
+	start := len(b.cells)
+	b.cells = append(b.cells, id[0], e.Kind, e.BankID, outboxID, e.Ref, e.TxID, e.Account,
+		&b.cs[n], e.Status, e.ReasonCode, e.CaseID, &b.cs[n+1], &b.cs[n+2],
+		nil, nil, b.macs.mac(b.r.Seal.WorkbookID, b.r.BusinessDate, id))
+	cells := b.cells[start:len(b.cells):len(b.cells)]
 	for i, c := range cells {
 		if c == "" {
 			cells[i] = nil

@@ -8,9 +8,10 @@
 // from the entry) and the event's I/F event_seq, allocated 1, 2, 3 ... per
 // chain (producer ZC x aggregate, §12.5) and never reused.
 //
-// Outbox reads unsent rows in FinalityLog order, marks rows sent with a
-// guarded UPDATE (only after the broker acknowledged; the publisher is in
-// kafkapub), and tails the outbox for `zcgw events tail`. With no broker
+// Outbox reads rows in FinalityLog order, keeps the publisher's durable
+// cursor and lease (EventPublisher: AcquireLease, Advance — only after the
+// broker acknowledged; the publisher is in kafkapub — Renew,
+// ReleaseLease), and tails the outbox for `zcgw events tail`. With no broker
 // configured the rows simply stay here; nothing else changes.
 //
 // Installed with a Signer, every message carries the §12.2 signature block
@@ -18,6 +19,7 @@
 // the payload covered through entry_hash); VerifySignature checks one.
 //
 // It imports only coordinator/finality, coordinator/store, coordinator/clock,
+// coordinator/procid,
 // coordinator/signing and coordinator/domainerr. It never writes the FinalityLog, never talks to
 // a broker (kafkapub does) and never deletes outbox rows.
 package events

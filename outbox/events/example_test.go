@@ -36,11 +36,14 @@ func ExampleInstall() {
 		m, _ := r.Message()
 		fmt.Println(r.OutboxSeq, m.Name, m.Aggregate, m.EventSeq, m.IdempotencyKey)
 	}
-	n, _ := ob.MarkSent(ctx, []events.Ack{{OutboxSeq: 1, Topic: "zc.events"}})
+	// A publisher holds the stream's lease and, once the broker
+	// acknowledged row 1, moves the cursor past it.
+	lease, _ := ob.AcquireLease(ctx, "node-1/epoch/events", 10*time.Second)
+	_, _ = ob.Advance(ctx, lease, 1)
 	c, _ := ob.Counts(ctx)
-	fmt.Println("marked", n, "unsent", c.Unsent)
+	fmt.Println("acknowledged through", 1, "unsent", c.Unsent)
 	// Output:
 	// 1 PaymentInitiated TX:TX-1 1 TX:TX-1:PaymentInitiated:ZC:1
 	// 2 Settled TX:TX-1 2 TX:TX-1:Settled:ZC:2
-	// marked 1 unsent 1
+	// acknowledged through 1 unsent 1
 }

@@ -9,8 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -28,8 +29,7 @@ type Row struct {
 	MessageJSON string // the Kafka value
 	Headers     string // the Kafka headers (EncodeHeaders)
 	CreatedAt   string
-	SentAt      string // "" while unsent
-	SentTopic   string
+	Sent        bool // the broker acknowledged it (outbox_seq <= the publisher's cursor)
 }
 
 // Message decodes the row's message.
@@ -65,6 +65,116 @@ func Install(l *finality.Log, p Producer, s *Signer) {
 		tx.AfterCommit(wake.Notify)
 		return nil
 	}
+	prevFirst := l.AfterAppendFirst
+	l.AfterAppendFirst = func(ctx context.Context, es []finality.Entry) func(ctx context.Context, tx *store.Tx) error {
+		var prevWrite func(ctx context.Context, tx *store.Tx) error
+		if prevFirst != nil {
+			prevWrite = prevFirst(ctx, es)
+		}
+		signed := signFirst(es, p, s)
+		return func(ctx context.Context, tx *store.Tx) error {
+			switch {
+			case prevWrite != nil:
+				if err := prevWrite(ctx, tx); err != nil {
+					return err
+				}
+			case prevFirst == nil && prev != nil:
+				for _, e := range es {
+					if err := prev(ctx, tx, e); err != nil {
+						return err
+					}
+				}
+			}
+			if _, err := signed.write(ctx, tx); err != nil {
+				return err
+			}
+			tx.AfterCommit(wake.Notify)
+			return nil
+		}
+	}
+}
+
+// firstRows is how many outbox rows one multi-row INSERT of InsertFirst
+// writes (8 placeholders each).
+const firstRows = 128
+
+var outboxColumns = []string{"outbox_seq", "log_id", "chain_id", "event_seq", "event_type", "message_json", "headers", "created_at"}
+
+// InsertFirst writes the outbox rows of es inside tx, each entry the
+// first of its chain (prev_hash finality.Genesis, as
+// finality.Log.AppendFirstTx appends them), so each row is its chain's
+// event 1 with no causation: the rows Insert would write one by one,
+// without reading any chain's tip. The messages are built, signed and
+// encoded on every core at once, then written by multi-row INSERTs. A
+// chain that already has an outbox row is refused by the unique index on
+// (chain_id, event_seq), and the transaction must roll back.
+func InsertFirst(ctx context.Context, tx *store.Tx, es []finality.Entry, p Producer, s *Signer) ([]Row, error) {
+	return signFirst(es, p, s).write(ctx, tx)
+}
+
+// firstBatch is the outbox rows of first entries being built and signed
+// by signFirst's goroutines.
+type firstBatch struct {
+	rows []Row
+	errs []error
+	wg   sync.WaitGroup
+}
+
+// signFirst starts building, signing and encoding the outbox rows of es
+// (first entries of their chains) on every core and returns at once;
+// write waits for them and inserts them.
+func signFirst(es []finality.Entry, p Producer, s *Signer) *firstBatch {
+	workers := max(1, min(runtime.GOMAXPROCS(0), (len(es)+63)/64))
+	b := &firstBatch{rows: make([]Row, len(es)), errs: make([]error, workers)}
+	for w := range workers {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for i := w; i < len(es); i += workers {
+				e := es[i]
+				if e.PrevHash != finality.Genesis {
+					b.errs[w] = fmt.Errorf("events: %s (chain %s) is not the first entry of its chain", e.LogID, e.ChainID())
+					return
+				}
+				m := NewMessage(e, 1, "", p)
+				if s != nil {
+					if err := s.Sign(&m); err != nil {
+						b.errs[w] = err
+						return
+					}
+				}
+				enc, err := m.encode()
+				if err != nil {
+					b.errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
+					return
+				}
+				b.rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
+					MessageJSON: string(enc), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+			}
+		}()
+	}
+	return b
+}
+
+// write waits for the rows and inserts them inside tx by multi-row INSERTs.
+func (b *firstBatch) write(ctx context.Context, tx *store.Tx) ([]Row, error) {
+	b.wg.Wait()
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, err
+	}
+	rows := b.rows
+	args := make([]any, 0, firstRows*len(outboxColumns))
+	for lo := 0; lo < len(rows); lo += firstRows {
+		part := rows[lo:min(lo+firstRows, len(rows))]
+		args = args[:0]
+		for _, r := range part {
+			args = append(args, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertRows("EventOutbox", outboxColumns, len(part)), args...); err != nil {
+			return nil, fmt.Errorf("events: insert %d first outbox rows (from chain %s): %w", len(part), part[0].ChainID, err)
+		}
+	}
+	return rows, nil
 }
 
 // Insert writes e's outbox row inside tx, allocating the chain's next
@@ -75,8 +185,9 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *
 	chain := e.ChainID()
 	var last int64
 	var prevID string
-	err := tx.QueryRowContext(ctx, `SELECT event_seq, log_id FROM EventOutbox WHERE chain_id = ? ORDER BY event_seq DESC LIMIT 1`, chain).Scan(&last, &prevID)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if t, ok := tx.Memo(tipMemo(chain)); ok {
+		last, prevID = t.(tip).seq, t.(tip).logID
+	} else if err := tx.QueryRowContext(ctx, `SELECT event_seq, log_id FROM EventOutbox WHERE chain_id = ? ORDER BY event_seq DESC LIMIT 1`, chain).Scan(&last, &prevID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Row{}, fmt.Errorf("events: read tip of chain %s: %w", chain, err)
 	}
 	m := NewMessage(e, last+1, prevID, p)
@@ -95,8 +206,21 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt); err != nil {
 		return Row{}, fmt.Errorf("events: insert outbox row for %s (chain %s, event_seq %d): %w", e.LogID, chain, r.EventSeq, err)
 	}
+	tx.SetMemo(tipMemo(chain), tip{r.EventSeq, r.LogID})
 	return r, nil
 }
+
+// tip is a chain's last outbox row as this transaction inserted it.
+type tip struct {
+	seq   int64
+	logID string
+}
+
+// tipMemo is the Tx memo key of a chain's outbox tip: the second entry a
+// transaction appends to a chain takes its event_seq and causation from
+// the row the transaction itself inserted, not from a read of it (the
+// unique index on chain_id and event_seq still refuses a duplicate).
+func tipMemo(chain string) string { return "events.tip:" + chain }
 
 // NewMessage builds the event message of entry e as event seq of its chain;
 // prevMessageID is the chain's previous event (its causation), "" for the
@@ -169,7 +293,8 @@ type Outbox struct {
 	clk clock.Clock
 }
 
-// New returns the outbox of db; clk stamps sent_at (clock.System{} when nil).
+// New returns the outbox of db; clk stamps the cursor's acked_at and
+// decides the publisher lease's expiry (clock.System{} when nil).
 func New(db *store.DB, clk clock.Clock) *Outbox {
 	if clk == nil {
 		clk = clock.System{}
@@ -177,14 +302,18 @@ func New(db *store.DB, clk clock.Clock) *Outbox {
 	return &Outbox{db: db, clk: clk}
 }
 
-const rowCols = `outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at, COALESCE(sent_at, ''), COALESCE(sent_topic, '')`
+// ackedSeq is the stream's cursor, as a subquery.
+const ackedSeq = `(SELECT acked_seq FROM EventPublisher WHERE stream = '` + Stream + `')`
+
+const rowCols = `outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at,
+	CASE WHEN outbox_seq <= ` + ackedSeq + ` THEN 1 ELSE 0 END`
 
 func scanRows(rows *sql.Rows) ([]Row, error) {
 	defer rows.Close()
 	var out []Row
 	for rows.Next() {
 		var r Row
-		if err := rows.Scan(&r.OutboxSeq, &r.LogID, &r.ChainID, &r.EventSeq, &r.EventType, &r.MessageJSON, &r.Headers, &r.CreatedAt, &r.SentAt, &r.SentTopic); err != nil {
+		if err := rows.Scan(&r.OutboxSeq, &r.LogID, &r.ChainID, &r.EventSeq, &r.EventType, &r.MessageJSON, &r.Headers, &r.CreatedAt, &r.Sent); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -210,10 +339,10 @@ func (o *Outbox) query(ctx context.Context, q string, args ...any) ([]Row, error
 
 // Unsent returns up to limit unsent rows in FinalityLog order.
 func (o *Outbox) Unsent(ctx context.Context, limit int) ([]Row, error) {
-	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT ?`, limit)
+	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE outbox_seq > `+ackedSeq+` ORDER BY outbox_seq LIMIT ?`, limit)
 }
 
-// Pending is an unsent row with the columns a publisher sends.
+// Pending is a row with the columns a publisher sends.
 type Pending struct {
 	OutboxSeq int64
 	ChainID   string // the Kafka key
@@ -223,13 +352,14 @@ type Pending struct {
 	Value     []byte // message_json
 }
 
-// PendingAfter returns up to limit unsent rows with outbox_seq > after, in
-// FinalityLog order, reading only what a publisher sends.
+// PendingAfter returns up to limit rows with outbox_seq > after, in
+// FinalityLog order, reading only what a publisher sends (a primary-key
+// range: the publisher passes its cursor).
 func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pending, error) {
 	out := make([]Pending, 0, min(limit, 4096))
 	err := o.db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT outbox_seq, chain_id, event_type, headers, created_at, message_json FROM EventOutbox
-			WHERE sent_at IS NULL AND outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
+			WHERE outbox_seq > ? ORDER BY outbox_seq LIMIT ?`, after, limit)
 		if err != nil {
 			return err
 		}
@@ -244,7 +374,7 @@ func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pe
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("events: read unsent outbox rows after %d: %w", after, err)
+		return nil, fmt.Errorf("events: read outbox rows after %d: %w", after, err)
 	}
 	return out, nil
 }
@@ -253,66 +383,6 @@ func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pe
 // order.
 func (o *Outbox) Since(ctx context.Context, from int64, limit int) ([]Row, error) {
 	return o.query(ctx, `SELECT `+rowCols+` FROM EventOutbox WHERE outbox_seq >= ? ORDER BY outbox_seq LIMIT ?`, from, limit)
-}
-
-// Ack says the broker acknowledged a row on a topic.
-type Ack struct {
-	OutboxSeq int64
-	Topic     string
-}
-
-// markChunk bounds the rows one UPDATE names (SQLite allows 32766
-// parameters; PostgreSQL 65535).
-const markChunk = 500
-
-// MarkSent marks the acknowledged rows sent, in one transaction, with
-// guarded UPDATEs (WHERE sent_at IS NULL, one per topic and up to 500
-// rows), and returns how many rows it changed: a row another publisher
-// marked first is not counted.
-func (o *Outbox) MarkSent(ctx context.Context, acks []Ack) (int, error) {
-	if len(acks) == 0 {
-		return 0, nil
-	}
-	now := clock.Stamp(o.clk.Now())
-	byTopic := map[string][]int64{}
-	var topics []string
-	for _, a := range acks {
-		if _, ok := byTopic[a.Topic]; !ok {
-			topics = append(topics, a.Topic)
-		}
-		byTopic[a.Topic] = append(byTopic[a.Topic], a.OutboxSeq)
-	}
-	var marked int64
-	err := o.db.Write(ctx, func(tx *store.Tx) error {
-		marked = 0
-		for _, topic := range topics {
-			seqs := byTopic[topic]
-			for len(seqs) > 0 {
-				n := min(len(seqs), markChunk)
-				args := make([]any, 0, n+2)
-				args = append(args, now, topic)
-				for _, s := range seqs[:n] {
-					args = append(args, s)
-				}
-				res, err := tx.ExecContext(ctx, `UPDATE EventOutbox SET sent_at = ?, sent_topic = ? WHERE sent_at IS NULL AND outbox_seq IN (?`+
-					strings.Repeat(", ?", n-1)+`)`, args...)
-				if err != nil {
-					return err
-				}
-				k, err := res.RowsAffected()
-				if err != nil {
-					return err
-				}
-				marked += k
-				seqs = seqs[n:]
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("events: mark %d rows sent: %w", len(acks), err)
-	}
-	return int(marked), nil
 }
 
 // Counts is the outbox's size.
@@ -325,7 +395,7 @@ func (o *Outbox) Counts(ctx context.Context) (Counts, error) {
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox`).Scan(&c.Total); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&c.Unsent)
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE outbox_seq > `+ackedSeq).Scan(&c.Unsent)
 	})
 	if err != nil {
 		return Counts{}, fmt.Errorf("events: count outbox: %w", err)
@@ -341,16 +411,16 @@ type Lag struct {
 }
 
 // Lag reads the unsent rows' count and the oldest one's created_at, both
-// from the partial index over unsent rows (outbox_seq order is creation
-// order, so the lowest unsent outbox_seq is the oldest).
+// from the primary key's range after the publisher's cursor (outbox_seq
+// order is creation order, so the lowest unsent outbox_seq is the oldest).
 func (o *Outbox) Lag(ctx context.Context) (Lag, error) {
 	var l Lag
 	var oldest sql.NullString
 	err := o.db.Read(ctx, func(tx *store.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE sent_at IS NULL`).Scan(&l.Unsent); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM EventOutbox WHERE outbox_seq > `+ackedSeq).Scan(&l.Unsent); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `SELECT created_at FROM EventOutbox WHERE sent_at IS NULL ORDER BY outbox_seq LIMIT 1`).Scan(&oldest)
+		err := tx.QueryRowContext(ctx, `SELECT created_at FROM EventOutbox WHERE outbox_seq > `+ackedSeq+` ORDER BY outbox_seq LIMIT 1`).Scan(&oldest)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +80,7 @@ func TestInstallWritesOneRowPerEntryWithPerChainSeq(t *testing.T) {
 	wantAgg := []string{"TX:TX-1", "TX:TX-2", "TX:TX-1", "GT:GT-9", "GLOBAL", "TX:TX-1"}
 	for i, r := range rows {
 		e := entries[i]
-		if r.OutboxSeq != e.EventSeq || r.LogID != e.LogID || r.ChainID != wantChain[i] || r.EventSeq != wantSeq[i] || r.EventType != string(e.EventType) || r.SentAt != "" {
+		if r.OutboxSeq != e.EventSeq || r.LogID != e.LogID || r.ChainID != wantChain[i] || r.EventSeq != wantSeq[i] || r.EventType != string(e.EventType) || r.Sent {
 			t.Errorf("row %d = %+v, entry %+v", i, r, e)
 		}
 		m, err := r.Message()
@@ -188,7 +187,10 @@ func TestInstallKeepsAnEarlierHook(t *testing.T) {
 	}
 }
 
-func TestUnsentMarkSentAndCounts(t *testing.T) {
+// The cursor: rows up to acked_seq are sent, the rest unsent; Unsent,
+// Since, Counts and Lag all read it.
+func TestCursorSplitsSentFromUnsent(t *testing.T) {
+	ctx := context.Background()
 	db := openDB(t)
 	clk := clock.NewManual(t0)
 	l := finality.New(clk)
@@ -199,15 +201,18 @@ func TestUnsentMarkSentAndCounts(t *testing.T) {
 	}
 	appendAll(t, db, l, evs...)
 	o := New(db, clk)
-	n, err := o.MarkSent(context.Background(), []Ack{{1, "zc.events"}, {3, "zc.events.other"}})
-	if err != nil || n != 2 {
-		t.Fatalf("marked %d, %v", n, err)
+	if c, err := o.Counts(ctx); err != nil || c != (Counts{Total: 5, Unsent: 5}) {
+		t.Fatalf("counts before any publisher %+v %v", c, err)
 	}
-	// Marking again changes nothing.
-	if n, err := o.MarkSent(context.Background(), []Ack{{1, "zc.events"}}); err != nil || n != 0 {
-		t.Fatalf("re-mark %d, %v", n, err)
+	lease, err := o.AcquireLease(ctx, "n1/e1/events", time.Minute)
+	if err != nil || lease.Acked != 0 || lease.Token != 1 {
+		t.Fatalf("lease %+v %v", lease, err)
 	}
-	un, err := o.Unsent(context.Background(), 10)
+	clk.Advance(time.Second)
+	if lease, err = o.Advance(ctx, lease, 3); err != nil || lease.Acked != 3 || !lease.Until.Equal(t0.Add(time.Second+time.Minute)) {
+		t.Fatalf("advance %+v %v", lease, err)
+	}
+	un, err := o.Unsent(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,53 +220,25 @@ func TestUnsentMarkSentAndCounts(t *testing.T) {
 	for _, r := range un {
 		got = append(got, r.OutboxSeq)
 	}
-	if fmt.Sprint(got) != "[2 4 5]" {
+	if fmt.Sprint(got) != "[4 5]" {
 		t.Fatalf("unsent %v", got)
 	}
-	all, _ := o.Since(context.Background(), 3, 1)
-	if len(all) != 1 || all[0].SentTopic != "zc.events.other" || all[0].SentAt != clock.Stamp(t0) {
-		t.Fatalf("row 3 %+v", all)
+	all, _ := o.Since(ctx, 3, 2)
+	if len(all) != 2 || !all[0].Sent || all[1].Sent {
+		t.Fatalf("rows 3, 4: %+v", all)
 	}
-	c, err := o.Counts(context.Background())
-	if err != nil || c != (Counts{Total: 5, Unsent: 3}) {
+	if c, err := o.Counts(ctx); err != nil || c != (Counts{Total: 5, Unsent: 2}) {
 		t.Fatalf("counts %+v %v", c, err)
 	}
-}
-
-// N publishers racing to mark the same rows: each row is marked exactly once.
-func TestMarkSentRace(t *testing.T) {
-	db := openDB(t)
-	l := finality.New(clock.NewManual(t0))
-	Install(l, Producer{}, nil)
-	var evs []finality.Event
-	var acks []Ack
-	for i := 0; i < 50; i++ {
-		evs = append(evs, finality.Event{TxID: fmt.Sprintf("TX-%d", i%7), Type: finality.PaymentInitiated, StateTo: "RECEIVED"})
-		acks = append(acks, Ack{OutboxSeq: int64(i + 1), Topic: "t"})
+	if lag, err := o.Lag(ctx); err != nil || lag.Unsent != 2 || !lag.Oldest.Equal(t0) {
+		t.Fatalf("lag %+v %v", lag, err)
 	}
-	appendAll(t, db, l, evs...)
-	o := New(db, nil)
-	const n = 8
-	var wg sync.WaitGroup
-	marked := make([]int, n)
-	for g := 0; g < n; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			m, err := o.MarkSent(context.Background(), acks)
-			if err != nil {
-				t.Error(err)
-			}
-			marked[g] = m
-		}(g)
+	// The cursor never moves back.
+	if lease, err = o.Advance(ctx, lease, 2); err != nil || lease.Acked != 3 {
+		t.Fatalf("advance back %+v %v", lease, err)
 	}
-	wg.Wait()
-	total := 0
-	for _, m := range marked {
-		total += m
-	}
-	if total != len(acks) {
-		t.Fatalf("rows marked %d times in total, want %d", total, len(acks))
+	if st, err := o.State(ctx); err != nil || st.Acked != 3 || st.Owner != "n1/e1/events" || !st.AckedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("state %+v %v", st, err)
 	}
 }
 

@@ -297,17 +297,17 @@ func TestGetOfAClaimedQueueByAnotherConnectionIsRefused(t *testing.T) {
 	}
 }
 
-// TestTransportCommitsCountsEveryConnection: Commits sums the commits of
+// TestTransportCommitsCountsEveryConnection: Stats().Commits sums the commits of
 // every connection on the queue file and keeps a closed connection's.
 func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 	ctx := context.Background()
 	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
-	if got := tr.Commits(); got != 0 {
+	if got := tr.Stats().Commits; got != 0 {
 		t.Fatalf("before any connection: %d commits", got)
 	}
 	a, b := mustConnect(t, tr), mustConnect(t, tr)
 	defer b.Close()
-	afterConnect := tr.Commits()
+	afterConnect := tr.Stats().Commits
 	if afterConnect < 2 {
 		t.Fatalf("two connects committed %d times, want >= 2 (each registers itself)", afterConnect)
 	}
@@ -315,7 +315,7 @@ func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa, _ := a.Session(ctx)
-	before := tr.Commits()
+	before := tr.Stats().Commits
 	for i := 0; i < 3; i++ {
 		if err := sa.Put(ctx, "POSTINGS", &mq.Message{Body: []byte("posting")}); err != nil {
 			t.Fatal(err)
@@ -324,14 +324,63 @@ func TestTransportCommitsCountsEveryConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := tr.Commits() - before; got < 3 {
+	if got := tr.Stats().Commits - before; got < 3 {
 		t.Fatalf("three committed puts: %d commits", got)
 	}
-	open := tr.Commits()
+	open := tr.Stats().Commits
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Commits(); got < open {
+	if got := tr.Stats().Commits; got < open {
 		t.Fatalf("closing a connection lost its commits: %d, had %d", got, open)
+	}
+}
+
+// TestConnectionsShareOneHandle: the connections of a Transport share one
+// handle on the queue file, which stays open until the last one closes and
+// reopens on the next Connect; a message put through one connection after
+// another closed is got by a third, and the counters survive the close.
+func TestConnectionsShareOneHandle(t *testing.T) {
+	ctx := context.Background()
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
+	a, b := mustConnect(t, tr), mustConnect(t, tr)
+	if a.db != b.db {
+		t.Fatal("two connections of one transport opened two handles on the file")
+	}
+	if err := a.DeclareQueue(ctx, mq.QueueSpec{Name: "Q"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Put(ctx, "Q", &mq.Message{Body: []byte("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Commit(ctx); err != nil {
+		t.Fatalf("commit on the shared handle after another connection closed: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := tr.Stats()
+	if closed.Commits < 4 || closed.Statements < closed.Commits {
+		t.Fatalf("after the last close: %+v", closed)
+	}
+	c := mustConnect(t, tr)
+	defer c.Close()
+	sc, _ := c.Session(ctx)
+	m, err := sc.Get(ctx, "Q", mq.Any)
+	if err != nil || string(m.Body) != "kept" {
+		t.Fatalf("get after reopening: %v %v", m, err)
+	}
+	if err := sc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Stats(); got.Commits <= closed.Commits {
+		t.Fatalf("counters after reopening: %+v, had %+v", got, closed)
 	}
 }

@@ -45,46 +45,67 @@ type Options struct {
 
 // Transport is the embedded backend for one queue file.
 type Transport struct {
-	path    string
-	opts    Options
-	commits commitCount
+	path   string
+	opts   Options
+	shared sharedDB
 }
 
-// commitCount sums the commits of every connection's database handle on
-// the queue file, the live ones and those closed (Transport.Commits).
-type commitCount struct {
+// sharedDB is the transport's one handle on the queue file, shared by all
+// its connections: every connection's puts, gets and commits go through
+// the same group-commit writer (store.DB.Write), so units of work of
+// different connections that commit at the same moment share one fsync
+// instead of queueing for SQLite's file lock one commit at a time. A
+// connection takes a reference at Connect and drops it at Close; the file
+// closes with the last one. Its counters survive a close (Stats).
+type sharedDB struct {
 	mu     sync.Mutex
-	live   map[*store.DB]struct{}
-	closed int64
+	db     *store.DB
+	refs   int
+	closed store.Snapshot // counters of handles already closed
 }
 
-func (c *commitCount) add(db *store.DB) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.live == nil {
-		c.live = map[*store.DB]struct{}{}
+func (s *sharedDB) acquire(ctx context.Context, path string) (*store.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		db, err := store.Open(ctx, path, schema)
+		if err != nil {
+			return nil, err
+		}
+		s.db = db
 	}
-	c.live[db] = struct{}{}
+	s.refs++
+	return s.db, nil
 }
 
-func (c *commitCount) done(db *store.DB) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.live[db]; ok {
-		delete(c.live, db)
-		c.closed += db.Stats().Commits
+// release drops one reference and closes the file with the last one.
+func (s *sharedDB) release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refs--
+	if s.refs > 0 || s.db == nil {
+		return nil
 	}
+	st := s.db.Stats()
+	s.closed.Commits += st.Commits
+	s.closed.Statements += st.Statements
+	db := s.db
+	s.db = nil
+	return db.Close()
 }
 
-// Commits is how many write transactions this transport's connections
-// have committed on the queue file so far (each one fsync of its WAL under
-// synchronous=FULL); zcgw bench reports it per settled transfer.
-func (t *Transport) Commits() int64 {
-	t.commits.mu.Lock()
-	defer t.commits.mu.Unlock()
-	n := t.commits.closed
-	for db := range t.commits.live {
-		n += db.Stats().Commits
+// Stats is how many write transactions (Commits: each one fsync of the
+// WAL under synchronous=FULL) and SQL statements this transport's
+// connections have run on the queue file so far, closed handles
+// included; zcgw bench reports both per settled transfer.
+func (t *Transport) Stats() store.Snapshot {
+	t.shared.mu.Lock()
+	defer t.shared.mu.Unlock()
+	n := t.shared.closed
+	if t.shared.db != nil {
+		st := t.shared.db.Stats()
+		n.Commits += st.Commits
+		n.Statements += st.Statements
 	}
 	return n
 }
@@ -120,11 +141,10 @@ func (t *Transport) Path() string { return t.path }
 // Connect opens the queue file, registers a connection heartbeat and
 // restores the claims of connections found dead.
 func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
-	db, err := store.Open(ctx, t.path, schema)
+	db, err := t.shared.acquire(ctx, t.path)
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: err}
 	}
-	t.commits.add(db)
 	c := &conn{
 		t:        t,
 		db:       db,
@@ -147,8 +167,7 @@ func (t *Transport) Connect(ctx context.Context) (mq.Connection, error) {
 		return err
 	}); err != nil {
 		releaseHub(t.path, c.hub)
-		t.commits.done(db)
-		return nil, errors.Join(&mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: err}, db.Close())
+		return nil, errors.Join(&mq.Error{Reason: mq.ReasonConnectionBroken, Op: "connect", Cause: err}, t.shared.release())
 	}
 	if _, err := c.reap(ctx); err != nil {
 		c.log.Warn("mq.reap_failed", "error", err.Error())
@@ -446,8 +465,7 @@ func (c *conn) Close() error {
 	}); err != nil {
 		errs = append(errs, err)
 	}
-	c.t.commits.done(c.db)
-	errs = append(errs, c.db.Close())
+	errs = append(errs, c.t.shared.release())
 	releaseHub(c.t.path, c.hub)
 	c.log.Info("mq.disconnected")
 	return errors.Join(errs...)
@@ -461,6 +479,6 @@ func (c *conn) crash() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	_ = c.db.Close()
+	_ = c.t.shared.release()
 	releaseHub(c.t.path, c.hub)
 }

@@ -10,14 +10,12 @@ import (
 	"github.com/zcgw/zcgw/outbox/events"
 )
 
-func TestAcknowledgedMarksEachChainOnlyUpToItsFirstFailure(t *testing.T) {
+// The cursor moves only past the acknowledged prefix of a step's rows (in
+// outbox order, gaps in outbox_seq included).
+func TestAcknowledgedThroughIsThePrefixTheBrokerAcknowledged(t *testing.T) {
 	rows := []events.Pending{
-		{OutboxSeq: 1, ChainID: "A"}, {OutboxSeq: 2, ChainID: "B"}, {OutboxSeq: 3, ChainID: "A"},
-		{OutboxSeq: 4, ChainID: "B"}, {OutboxSeq: 5, ChainID: "A"}, {OutboxSeq: 6, ChainID: "C"},
-	}
-	msgs := make([]kafka.Message, len(rows))
-	for i := range msgs {
-		msgs[i].Topic = "t"
+		{OutboxSeq: 1, ChainID: "A"}, {OutboxSeq: 2, ChainID: "B"}, {OutboxSeq: 4, ChainID: "A"},
+		{OutboxSeq: 5, ChainID: "B"}, {OutboxSeq: 6, ChainID: "A"}, {OutboxSeq: 9, ChainID: "C"},
 	}
 	fail := errors.New("not leader")
 	for _, tc := range []struct {
@@ -25,20 +23,18 @@ func TestAcknowledgedMarksEachChainOnlyUpToItsFirstFailure(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"all acknowledged", nil, "[1 2 3 4 5 6]"},
-		{"nothing known", errors.New("dial: connection refused"), "[]"},
-		{"per-message errors", kafka.WriteErrors{nil, nil, fail, nil, nil, nil}, "[1 2 4 6]"}, // A's 5 waits for 3
-		{"first of a chain fails", kafka.WriteErrors{nil, fail, nil, nil, nil, fail}, "[1 3 5]"},
-		{"wrapped", fmt.Errorf("write: %w", kafka.WriteErrors{fail, nil, nil, nil, nil, nil}), "[2 4 6]"},
-		{"length mismatch", kafka.WriteErrors{nil}, "[]"},
+		{"all acknowledged", nil, "9 6"},
+		{"nothing known", errors.New("dial: connection refused"), "0 0"},
+		{"per-message errors", kafka.WriteErrors{nil, nil, fail, nil, nil, nil}, "2 2"},
+		{"first fails", kafka.WriteErrors{fail, nil, nil, nil, nil, nil}, "0 0"},
+		{"last fails", kafka.WriteErrors{nil, nil, nil, nil, nil, fail}, "6 5"},
+		{"wrapped, none failed", fmt.Errorf("write: %w", kafka.WriteErrors{nil, nil, nil, nil, nil, nil}), "9 6"},
+		{"length mismatch", kafka.WriteErrors{nil}, "0 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []int64
-			for _, a := range acknowledged(rows, msgs, tc.err) {
-				got = append(got, a.OutboxSeq)
-			}
-			if fmt.Sprint(got) != tc.want {
-				t.Errorf("acknowledged = %v, want %s", got, tc.want)
+			through, n := acknowledgedThrough(rows, tc.err)
+			if got := fmt.Sprint(through, n); got != tc.want {
+				t.Errorf("acknowledgedThrough = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/outbox/events"
 )
@@ -91,6 +92,16 @@ type Config struct {
 	// with this layout. Nil: a missing topic is a *MissingTopicError.
 	CreateTopics *TopicLayout
 
+	// Owner names this publisher in the stream's lease
+	// (coordinator/procid Owner form: the node passes
+	// Identity.Owner("events")); empty: an ephemeral identity.
+	Owner string
+	// LeaseTTL is how long the lease lasts without a renewal (10s): a
+	// publisher that stopped without releasing it (a crash) is taken over
+	// this long after its last step. The holder renews it with every step
+	// and, when idle, once a third of it has passed.
+	LeaseTTL time.Duration
+
 	Clock  clock.Clock  // decides when a retry is due (clock.System{})
 	Logger *slog.Logger // events.publish_failed / events.publish_resumed (nil: discard)
 }
@@ -128,8 +139,12 @@ func (c *Config) defaults() {
 	set(&c.BackoffMin, 200*time.Millisecond)
 	set(&c.BackoffMax, 30*time.Second)
 	set(&c.Idle, time.Second)
+	set(&c.LeaseTTL, 10*time.Second)
 	if c.Clock == nil {
 		c.Clock = clock.System{}
+	}
+	if c.Owner == "" {
+		c.Owner = procid.Ephemeral("publisher", c.Clock).Owner("events")
 	}
 }
 
@@ -138,8 +153,8 @@ func (c *Config) defaults() {
 var ErrNoBrokers = errors.New("kafkapub: no brokers configured; events stay in the event outbox")
 
 // PublishError is a failed drain step: Rows rows were attempted, Sent of
-// them were acknowledged and marked sent; the rest stay unsent and are
-// retried after Backoff.
+// them (a prefix in outbox order) were acknowledged and recorded by the
+// cursor; the rest stay unsent and are retried after Backoff.
 type PublishError struct {
 	Rows, Sent int
 	Backoff    time.Duration
@@ -167,13 +182,16 @@ func (e *MissingTopicError) Error() string {
 // Step is what one drain step did.
 type Step struct {
 	Read int           // unsent rows read from the outbox
-	Sent int           // rows acknowledged and marked sent
-	Wait time.Duration // > 0: a backoff is running; nothing was attempted
+	Sent int           // rows acknowledged (their cursor move may still be committing)
+	Wait time.Duration // > 0: a backoff runs, or another publisher holds the lease; nothing was attempted
+	// Holder is the other publisher holding the stream's lease ("" when
+	// this one holds it): this one stands by.
+	Holder string
 }
 
 // Stats are the publisher's counters since New.
 type Stats struct {
-	Published int64 // rows acknowledged and marked sent
+	Published int64 // rows acknowledged and recorded by the cursor
 	Failures  int64 // failed steps
 }
 
@@ -186,8 +204,9 @@ type batch struct {
 }
 
 // Publisher drains one outbox to Kafka. Step and Run are not for
-// concurrent use on one Publisher; two Publishers on one outbox are safe
-// (each row is marked sent once) but duplicate records.
+// concurrent use on one Publisher. Publishers of several nodes on one
+// database take turns through the stream's lease: one publishes, the
+// others stand by (docs/events.md, "Several nodes").
 type Publisher struct {
 	cfg   Config
 	ob    *events.Outbox
@@ -196,10 +215,15 @@ type Publisher struct {
 	parts sync.Map // topic -> partition count, learned by the balancer
 	fails int      // consecutive failed steps
 	retry time.Time
-	// cursor: rows up to it were acknowledged; their MarkSent may still be
-	// running (marking). Reset to 0 by any failure.
+	// lease is the stream's lease while this publisher holds it (nil:
+	// not held). A background cursor move (marking) renews it and hands
+	// the renewed lease back.
+	lease *events.Lease
+	// cursor: rows up to it were acknowledged; the durable cursor
+	// (lease.Acked) may still be moving there (marking). Any failure
+	// resets it to the durable cursor.
 	cursor  int64
-	marking chan error
+	marking chan markResult
 	// ahead is the next step's batch, read while this step's records were
 	// on the wire (nil: none).
 	ahead  chan batch
@@ -210,6 +234,12 @@ type Publisher struct {
 	lastErr  atomic.Pointer[error]
 	lag      prometheus.Histogram
 	prepared bool // Prepare succeeded (Run publishes only then)
+}
+
+// markResult is a background cursor move's outcome.
+type markResult struct {
+	lease events.Lease
+	err   error
 }
 
 // New returns a Publisher draining ob to cfg.Brokers. It does not connect
@@ -298,20 +328,36 @@ func (p *Publisher) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// Step drains one batch: it reads the oldest unsent rows, writes them, and
-// marks sent the rows the broker acknowledged. While a backoff runs (after
-// a failed step, until the Clock passes the retry time) it attempts
-// nothing and returns the remaining wait.
+// Step drains one batch: it reads the rows after the stream's cursor,
+// writes them, and moves the cursor past the rows the broker
+// acknowledged. While a backoff runs (after a failed step, until the Clock
+// passes the retry time) it attempts nothing and returns the remaining
+// wait; while another publisher holds the stream's lease it stands by
+// (Step.Holder names it, Step.Wait says when to look again).
 //
 // A step is a pipeline stage: while its records are on the wire, the
-// MarkSent of the previous step commits and the rows of the next step are
-// read. A failed background MarkSent only means those rows are published
+// cursor move of the previous step commits and the rows of the next step
+// are read. A failed background move only means those rows are published
 // again later: they were delivered before everything after them, so the
 // consumer drops them as duplicates.
 func (p *Publisher) Step(ctx context.Context) (Step, error) {
 	now := p.cfg.Clock.Now()
 	if now.Before(p.retry) {
 		return Step{Wait: p.retry.Sub(now)}, nil
+	}
+	if st, held, err := p.holdLease(ctx); held || err != nil {
+		return st, err
+	}
+	if !now.Before(p.lease.Until) {
+		// Expired on our clock (a long outage or pause): make sure nobody
+		// took the stream over before writing more.
+		err := p.awaitMark()
+		if err == nil {
+			err = p.renewIfDue(ctx)
+		}
+		if err != nil {
+			return Step{}, p.fail(0, 0, err)
+		}
 	}
 	b := p.takeAhead()
 	if b == nil || len(b.rows) == 0 || b.err != nil {
@@ -326,6 +372,9 @@ func (p *Publisher) Step(ctx context.Context) (Step, error) {
 		if err := p.awaitMark(); err != nil {
 			return Step{}, p.fail(0, 0, err)
 		}
+		if err := p.renewIfDue(ctx); err != nil {
+			return Step{}, p.fail(0, 0, err)
+		}
 		return Step{}, nil
 	}
 	last := b.rows[len(b.rows)-1].OutboxSeq
@@ -333,38 +382,120 @@ func (p *Publisher) Step(ctx context.Context) (Step, error) {
 		p.readAhead(ctx, last)
 	}
 	werr := p.writer().WriteMessages(ctx, b.msgs...)
-	acks := acknowledged(b.rows, b.msgs, werr)
 	if werr == nil {
 		p.observeLag(b.rows)
 		if err := p.awaitMark(); err != nil {
-			// The previous batch stays unsent and is published again
-			// (duplicates); this one was acknowledged: mark it now.
+			// The previous batch's cursor move failed: the cursor stays
+			// before it, and the next step publishes it and this batch
+			// again (exact duplicates, after their first delivery).
 			p.dropAhead()
-			marked, merr := p.ob.MarkSent(ctx, acks)
-			p.pub.Add(int64(marked))
-			return Step{Read: len(b.rows), Sent: marked}, p.fail(len(b.rows), marked, errors.Join(err, merr))
+			return Step{Read: len(b.rows)}, p.fail(len(b.rows), 0, err)
 		}
-		p.markAsync(ctx, acks)
+		p.markAsync(ctx, last, len(b.rows))
 		p.cursor = last
 		if p.fails > 0 {
-			p.log.Info("events.publish_resumed", "after_failures", p.fails, "sent", len(acks))
+			p.log.Info("events.publish_resumed", "after_failures", p.fails, "sent", len(b.rows))
 		}
 		p.fails, p.retry = 0, time.Time{}
 		p.lastErr.Store(nil)
-		return Step{Read: len(b.rows), Sent: len(acks)}, nil
+		return Step{Read: len(b.rows), Sent: len(b.rows)}, nil
 	}
 	// Start the next attempt on fresh connections and metadata, from the
-	// oldest unsent row.
+	// first row that was not acknowledged.
 	p.dropAhead()
 	_ = p.w.Close()
 	p.w = nil
 	aerr := p.awaitMark()
-	marked, merr := p.ob.MarkSent(ctx, acks)
-	p.pub.Add(int64(marked))
-	return Step{Read: len(b.rows), Sent: marked}, p.fail(len(b.rows), marked, errors.Join(werr, aerr, merr))
+	through, sent := acknowledgedThrough(b.rows, werr)
+	var merr error
+	if sent > 0 && aerr == nil && p.lease != nil {
+		if merr = p.advance(ctx, through, sent); merr != nil {
+			sent = 0
+		}
+	} else {
+		sent = 0
+	}
+	return Step{Read: len(b.rows), Sent: sent}, p.fail(len(b.rows), sent, errors.Join(werr, aerr, merr))
 }
 
-// read reads the unsent rows after cursor and turns them into records.
+// holdLease makes sure this publisher holds the stream's lease, taking it
+// when it is free or expired. held is true when another publisher holds
+// it: st then says who and until when (capped at Idle, so a released
+// lease is taken soon).
+func (p *Publisher) holdLease(ctx context.Context) (st Step, held bool, err error) {
+	if p.lease != nil {
+		return Step{}, false, nil
+	}
+	// Look before writing: a standby publisher runs one read per Idle.
+	cur, err := p.ob.State(ctx)
+	if err != nil {
+		return Step{}, false, p.fail(0, 0, err)
+	}
+	now := p.cfg.Clock.Now()
+	if cur.Takeable(p.cfg.Owner, now) {
+		l, err := p.ob.AcquireLease(ctx, p.cfg.Owner, p.cfg.LeaseTTL)
+		if err == nil {
+			if cur.Owner != "" && cur.Owner != p.cfg.Owner {
+				p.log.Info("events.publisher_took_over", "owner", p.cfg.Owner, "from", cur.Owner, "token", l.Token, "acked_seq", l.Acked)
+			} else {
+				p.log.Info("events.publisher_leased", "owner", p.cfg.Owner, "token", l.Token, "acked_seq", l.Acked)
+			}
+			p.lease, p.cursor = &l, l.Acked
+			p.dropAhead()
+			return Step{}, false, nil
+		}
+		var he *events.LeaseHeldError
+		if !errors.As(err, &he) {
+			return Step{}, false, p.fail(0, 0, err)
+		}
+		cur.Owner, cur.Until = he.Owner, he.Until
+	}
+	// Standing by is not a failure.
+	p.fails, p.retry = 0, time.Time{}
+	p.lastErr.Store(nil)
+	return Step{Wait: min(max(cur.Until.Sub(now), time.Millisecond), p.cfg.Idle), Holder: cur.Owner}, true, nil
+}
+
+// renewIfDue renews the lease of an idle holder once a third of its TTL
+// has passed since the last renewal (every cursor move renews it too).
+func (p *Publisher) renewIfDue(ctx context.Context) error {
+	if p.lease == nil || p.cfg.Clock.Now().Before(p.renewAt()) {
+		return nil
+	}
+	l, err := p.ob.Renew(ctx, *p.lease)
+	return p.leaseResult(l, err)
+}
+
+// renewAt is when the held lease is due for renewal.
+func (p *Publisher) renewAt() time.Time {
+	return p.lease.Until.Add(-p.lease.TTL * 2 / 3)
+}
+
+// advance moves the durable cursor to acked (n rows past it) now.
+func (p *Publisher) advance(ctx context.Context, acked int64, n int) error {
+	l, err := p.ob.Advance(ctx, *p.lease, acked)
+	if err == nil {
+		p.pub.Add(int64(n))
+	}
+	return p.leaseResult(l, err)
+}
+
+// leaseResult keeps a renewed lease, or forgets a fenced one (the next
+// step stands by or takes the lease anew).
+func (p *Publisher) leaseResult(l events.Lease, err error) error {
+	var lost *events.LeaseLostError
+	switch {
+	case errors.As(err, &lost):
+		p.log.Warn("events.publisher_fenced", "owner", p.cfg.Owner, "token", lost.Token, "holder", lost.Holder, "current_token", lost.Current)
+		p.lease = nil
+		p.dropAhead()
+	case err == nil:
+		p.lease = &l
+	}
+	return err
+}
+
+// read reads the rows after cursor and turns them into records.
 func (p *Publisher) read(ctx context.Context, after int64) batch {
 	rows, err := p.ob.PendingAfter(ctx, after, p.cfg.BatchRows)
 	if err != nil {
@@ -392,7 +523,7 @@ func (p *Publisher) takeAhead() *batch {
 }
 
 // dropAhead discards the read-ahead (the next step rereads from the
-// oldest unsent row).
+// cursor).
 func (p *Publisher) dropAhead() { _ = p.takeAhead() }
 
 // observeLag records each acknowledged row's append-to-acknowledgement lag.
@@ -405,34 +536,42 @@ func (p *Publisher) observeLag(rows []events.Pending) {
 	}
 }
 
-// markAsync marks acks sent in the background; awaitMark collects it.
-func (p *Publisher) markAsync(ctx context.Context, acks []events.Ack) {
-	done := make(chan error, 1)
-	ctx = context.WithoutCancel(ctx) // an acknowledged batch is marked even if the caller's ctx ends
+// markAsync moves the durable cursor to acked (n rows past the previous
+// one) in the background; awaitMark collects it.
+func (p *Publisher) markAsync(ctx context.Context, acked int64, n int) {
+	done := make(chan markResult, 1)
+	ctx = context.WithoutCancel(ctx) // an acknowledged batch is recorded even if the caller's ctx ends
+	l := *p.lease
 	go func() {
-		n, err := p.ob.MarkSent(ctx, acks)
-		p.pub.Add(int64(n))
-		done <- err
+		nl, err := p.ob.Advance(ctx, l, acked)
+		if err == nil {
+			p.pub.Add(int64(n))
+		}
+		done <- markResult{lease: nl, err: err}
 	}()
 	p.marking = done
 }
 
-// awaitMark waits for the background MarkSent, if any. On its failure the
-// cursor goes back so the next step rereads the unmarked rows.
+// awaitMark waits for the background cursor move, if any. On its failure
+// the cursor goes back so the next step rereads the rows it did not
+// record.
 func (p *Publisher) awaitMark() error {
 	if p.marking == nil {
 		return nil
 	}
-	err := <-p.marking
+	r := <-p.marking
 	p.marking = nil
-	if err != nil {
-		p.cursor = 0
+	err := p.leaseResult(r.lease, r.err)
+	if err != nil && p.lease != nil {
+		p.cursor = p.lease.Acked
 	}
 	return err
 }
 
 func (p *Publisher) fail(rows, sent int, err error) error {
-	p.cursor = 0
+	if p.lease != nil {
+		p.cursor = p.lease.Acked
+	}
 	p.fails++
 	p.failed.Add(1)
 	backoff := p.cfg.BackoffMin
@@ -538,32 +677,27 @@ func kafkaHeaders(s string) ([]kafka.Header, error) {
 	return out, nil
 }
 
-// acknowledged returns the rows to mark sent after WriteMessages returned
-// err. A chain's rows are marked only up to its first unacknowledged row,
-// so the retry resends that chain's rows in order (the ones already
-// delivered come again as duplicates the consumer drops).
-func acknowledged(rows []events.Pending, msgs []kafka.Message, err error) []events.Ack {
+// acknowledgedThrough returns, after WriteMessages returned err for rows,
+// the outbox_seq through which every row was acknowledged and how many
+// rows that is: the cursor may move only past an acknowledged prefix. The
+// rows after it are resent (the acknowledged ones among them come again as
+// exact duplicates, after their first delivery).
+func acknowledgedThrough(rows []events.Pending, err error) (int64, int) {
 	if err == nil {
-		acks := make([]events.Ack, len(rows))
-		for i, r := range rows {
-			acks[i] = events.Ack{OutboxSeq: r.OutboxSeq, Topic: msgs[i].Topic}
-		}
-		return acks
+		return rows[len(rows)-1].OutboxSeq, len(rows)
 	}
 	var werrs kafka.WriteErrors
 	if !errors.As(err, &werrs) || len(werrs) != len(rows) {
-		return nil // nothing known to be acknowledged
+		return 0, 0 // nothing known to be acknowledged
 	}
-	broken := map[string]bool{}
-	var acks []events.Ack
+	var through int64
 	for i, r := range rows {
-		if werrs[i] != nil || broken[r.ChainID] {
-			broken[r.ChainID] = true
-			continue
+		if werrs[i] != nil {
+			return through, i
 		}
-		acks = append(acks, events.Ack{OutboxSeq: r.OutboxSeq, Topic: msgs[i].Topic})
+		through = r.OutboxSeq
 	}
-	return acks
+	return through, len(rows)
 }
 
 // Run drains the outbox until ctx ends: immediately while rows remain,
@@ -618,6 +752,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 			continue // a short batch may have been the tail of a burst: look once more
 		default:
 			wait = p.cfg.Idle
+			if p.lease != nil { // an idle holder wakes to renew its lease
+				wait = min(wait, p.renewAt().Sub(p.cfg.Clock.Now()))
+			}
 		}
 		timer.Reset(max(wait, time.Millisecond))
 		select {
@@ -652,9 +789,9 @@ func (p *Publisher) Health() error {
 func (p *Publisher) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_events_published_total",
-			Help: "Event-outbox rows the broker acknowledged and the publisher marked sent."}, func() float64 { return float64(p.pub.Load()) }),
+			Help: "Event-outbox rows the broker acknowledged and the publisher's cursor recorded."}, func() float64 { return float64(p.pub.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zcgw_event_publish_failures_total",
-			Help: "Failed publisher steps (broker unreachable, records refused, outbox not readable or markable)."}, func() float64 { return float64(p.failed.Load()) }),
+			Help: "Failed publisher steps (broker unreachable, records refused, outbox not readable, cursor not movable)."}, func() float64 { return float64(p.failed.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zcgw_event_publisher_failing",
 			Help: "1 while the publisher's last step failed (it backs off and retries), else 0."}, func() float64 {
 			if p.Health() != nil {
@@ -666,11 +803,23 @@ func (p *Publisher) Collectors() []prometheus.Collector {
 	}
 }
 
-// Close waits for a background MarkSent and read-ahead, then flushes and
-// closes the Kafka writer.
+// Close waits for a background cursor move and read-ahead, releases the
+// stream's lease (another node's publisher takes over at once), then
+// flushes and closes the Kafka writer. A publisher that was taken over
+// meanwhile has nothing to release; that is not an error.
 func (p *Publisher) Close() error {
 	p.dropAhead()
 	err := p.awaitMark()
+	if errors.Is(err, events.ErrLeaseLost) {
+		err = nil // taken over (logged): the new holder publishes those rows again
+	}
+	if p.lease != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.LeaseTTL)
+		err = errors.Join(err, p.ob.ReleaseLease(ctx, *p.lease))
+		cancel()
+		p.lease = nil
+		p.log.Info("events.publisher_released", "owner", p.cfg.Owner)
+	}
 	if p.w != nil {
 		err = errors.Join(err, p.w.Close())
 		p.w = nil

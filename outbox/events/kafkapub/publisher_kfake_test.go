@@ -186,8 +186,10 @@ func TestBrokerOutageLongerThanWriterRetries(t *testing.T) {
 
 // The broker restarts with its data directory: records and committed
 // offsets survive; events published during the outage arrive; events
-// published twice (acknowledged, but the mark-sent was lost) are dropped by
-// the consumer library, so the handler's effect happens once per event.
+// published twice (acknowledged, but the cursor move was lost when the
+// publisher crashed) are dropped by the consumer library, so the handler's
+// effect happens once per event. The crashed publisher never released its
+// lease: a new one takes over once it expired.
 func TestBrokerRestartNothingLostDuplicatesDropped(t *testing.T) {
 	ctx := context.Background()
 	port, dir := freePort(t), t.TempDir()
@@ -223,15 +225,24 @@ func TestBrokerRestartNothingLostDuplicatesDropped(t *testing.T) {
 	broker = startBroker(t, port, dir)
 	defer broker.Close()
 	// The publisher crashed after the broker acknowledged rounds 4-5 but
-	// before it marked them sent: they are published again.
+	// before its cursor moved past them: they are published again, by a
+	// new publisher once the crashed one's lease expired.
 	if err := c.db.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE EventOutbox SET sent_at = NULL, sent_topic = NULL WHERE outbox_seq > ?`, 3*chains)
+		_, err := tx.ExecContext(ctx, `UPDATE EventPublisher SET acked_seq = ?`, 3*chains)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	p2, err := kafkapub.New(c.ob, kafkapub.Config{Brokers: addr, Topics: topics, Clock: clk, MaxAttempts: 1, WriteTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if st, err := p2.Step(ctx); err != nil || st.Holder == "" || st.Wait <= 0 {
+		t.Fatalf("the crashed publisher's unexpired lease was not respected: %+v %v", st, err)
+	}
 	clk.Advance(time.Minute)
-	drain(t, p, c)
+	drain(t, p2, c)
 
 	d.consume(t, addr, group, []string{topic}, 8*chains)
 	seqs, _, n := d.seen(t)
@@ -255,10 +266,10 @@ func TestBrokerRestartNothingLostDuplicatesDropped(t *testing.T) {
 	}
 }
 
-// The background MarkSent of an acknowledged batch fails (a trigger
-// refuses it): the next step reports the failure, the batch's rows are
-// published again later, and the consumer drops them as duplicates —
-// nothing lost, no rewind.
+// The background cursor move past an acknowledged batch fails (a trigger
+// refuses it): the next step reports the failure, the cursor stays before
+// the batch, so it and the next one are published again later, and the
+// consumer drops them as duplicates — nothing lost, no rewind.
 func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 	ctx := context.Background()
 	topic := name(t, "events")
@@ -275,7 +286,7 @@ func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exec(`CREATE TRIGGER refuse_mark BEFORE UPDATE OF sent_at ON EventOutbox WHEN NEW.outbox_seq <= 10 BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
+	exec(`CREATE TRIGGER refuse_mark BEFORE UPDATE OF acked_seq ON EventPublisher WHEN NEW.acked_seq <= 10 BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
 	p, err := kafkapub.New(c.ob, kafkapub.Config{Brokers: brokers, Topics: kafkapub.Topics{Default: topic}, Clock: clk, BatchRows: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -286,11 +297,11 @@ func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 	}
 	st, err := p.Step(ctx)
 	var pe *kafkapub.PublishError
-	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "disk says no") || st.Sent != 10 {
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "disk says no") || st.Read != 10 || st.Sent != 0 {
 		t.Fatalf("step 2: %+v %v", st, err)
 	}
-	if n := c.unsent(t); n != 20 {
-		t.Fatalf("%d unsent after step 2, want 20 (batch 1 unmarked, batch 3 unsent)", n)
+	if n := c.unsent(t); n != 30 {
+		t.Fatalf("%d unsent after step 2, want 30 (the cursor stays before batch 1)", n)
 	}
 	exec(`DROP TRIGGER refuse_mark`)
 	clk.Advance(time.Minute)
@@ -307,7 +318,7 @@ func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 			t.Errorf("TX-%03d applied as %s", k, got)
 		}
 	}
-	if st := d.proc.Stats(); st.Duplicates != 10 || st.Refused != 0 || st.Gaps != 0 {
-		t.Errorf("consumer stats %+v, want 10 duplicates", st)
+	if st := d.proc.Stats(); st.Duplicates != 20 || st.Refused != 0 || st.Gaps != 0 {
+		t.Errorf("consumer stats %+v, want 20 duplicates (batches 1 and 2 twice)", st)
 	}
 }

@@ -113,12 +113,33 @@ func TestRunThroughBrokerOutage(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	got := readAll(t, addr, topic, parts)
-	want := map[string]int64{"GLOBAL": rounds / 10}
+	dups, total := checkRounds(t, addr, topic, parts, chains, rounds)
+	t.Logf("%d records, %d duplicates, %d failed steps", total, dups, p.Stats().Failures)
+}
+
+// checkRounds reads topic and checks it with checkChains against what
+// appendRound wrote for rounds 1..rounds over chains chains.
+func checkRounds(t *testing.T, addr []string, topic string, parts, chains, rounds int) (dups, total int) {
+	t.Helper()
+	want := map[string]int64{"GLOBAL": int64(rounds / 10)}
 	for k := 0; k < chains; k++ {
-		want[fmt.Sprintf("TX-%03d", k)] = rounds
+		want[fmt.Sprintf("TX-%03d", k)] = int64(rounds)
 	}
-	dups, total := 0, 0
+	return checkChains(t, readAll(t, addr, topic, parts), want)
+}
+
+// checkChains checks the records of each chain (want: chain -> events
+// appended): events 1..n all arrived, each first delivery in event_seq
+// order (a resent record never jumps ahead of a missing one), and every
+// repeat is byte for byte the first delivery (value and headers). It
+// returns the repeats and the records.
+func checkChains(t *testing.T, got map[string][]record, want map[string]int64) (dups, total int) {
+	t.Helper()
+	for chain := range got {
+		if _, ok := want[chain]; !ok {
+			t.Errorf("records of chain %s, which nobody appended to", chain)
+		}
+	}
 	for chain, n := range want {
 		total += len(got[chain])
 		first := map[int64]record{}
@@ -141,7 +162,7 @@ func TestRunThroughBrokerOutage(t *testing.T) {
 			t.Errorf("%s: events 1..%d arrived, want 1..%d", chain, top, n)
 		}
 	}
-	t.Logf("%d records, %d duplicates, %d failed steps", total, dups, p.Stats().Failures)
+	return dups, total
 }
 
 // Run waits on the outbox's Wake: while nothing is appended it reads

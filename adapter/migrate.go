@@ -1,0 +1,106 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/zcgw/zcgw/coordinator/store"
+)
+
+// OpenDB opens (creating if needed) an adapter database at path with
+// Schema and brings a database made by an earlier version up to it
+// (Migrate). Everything that opens an adapter database goes through it.
+func OpenDB(ctx context.Context, path string) (*store.DB, error) {
+	db, err := store.Open(ctx, path, Schema)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Migrate rebuilds the tables of an earlier version whose CHECK
+// constraints refuse what this version writes; CREATE TABLE IF NOT EXISTS
+// leaves such a table as it was, and SQLite cannot alter a CHECK.
+//
+// AdapterReconDrift: a database made before the core balance file refuses
+// source 'BALANCE_FILE'. It is rebuilt from the table's DDL in Schema in
+// one write transaction (create the new table, copy every row, drop the
+// old one, rename, recreate its index), so a crash leaves either the old
+// table or the new one, with every row. The check is still there after:
+// only the sources this version knows are accepted. A database created by
+// this version (and PostgreSQL, whose adapter schema is created from the
+// current text) needs nothing.
+func Migrate(ctx context.Context, db *store.DB) error {
+	if db.Postgres() {
+		return nil
+	}
+	old := func(tx *store.Tx) (bool, error) {
+		var ddl string
+		err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'AdapterReconDrift'`).Scan(&ddl)
+		if err != nil {
+			return false, fmt.Errorf("adapter: migrate: read AdapterReconDrift: %w", err)
+		}
+		return !strings.Contains(ddl, "'"+SourceBalanceFile+"'"), nil
+	}
+	var need bool
+	if err := db.Read(ctx, func(tx *store.Tx) (err error) { need, err = old(tx); return }); err != nil || !need {
+		return err
+	}
+	create, index := schemaStatement("CREATE TABLE IF NOT EXISTS AdapterReconDrift ("),
+		schemaStatement("CREATE INDEX IF NOT EXISTS idx_drift_open ")
+	err := db.Write(ctx, func(tx *store.Tx) error {
+		if need, err := old(tx); err != nil || !need {
+			return err // another process migrated it first
+		}
+		var cols []string
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM pragma_table_info('AdapterReconDrift') ORDER BY cid`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return err
+			}
+			cols = append(cols, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		list := strings.Join(cols, ", ")
+		for _, q := range []string{
+			strings.Replace(create, "AdapterReconDrift (", "AdapterReconDrift_migrated (", 1),
+			"INSERT INTO AdapterReconDrift_migrated (" + list + ") SELECT " + list + " FROM AdapterReconDrift",
+			"DROP TABLE AdapterReconDrift",
+			"ALTER TABLE AdapterReconDrift_migrated RENAME TO AdapterReconDrift",
+			index,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("adapter: migrate AdapterReconDrift: %s: %w", strings.SplitN(q, "(", 2)[0], err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("adapter: migrate %s: %w", db.Path(), err)
+	}
+	return nil
+}
+
+// schemaStatement is the statement of adapterSchema that starts with
+// prefix, up to its semicolon (the DDL is written once, in Schema).
+func schemaStatement(prefix string) string {
+	i := strings.Index(adapterSchema, prefix)
+	if i < 0 {
+		panic("adapter: no statement " + prefix + "in the schema")
+	}
+	s := adapterSchema[i:]
+	return s[:strings.Index(s, ";")+1]
+}
