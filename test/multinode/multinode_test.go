@@ -3,15 +3,12 @@ package multinode_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -52,18 +49,16 @@ func TestThreeNodesSurviveASIGKILL(t *testing.T) {
 		t.Skip("the three-node test needs PostgreSQL (ZCGW_TEST_POSTGRES, default 127.0.0.1:5432): skipped")
 	}
 	ctx := context.Background()
-	base := databaseURL(t, pg)
-	prefix := "mn" + randHex(4) + "_"
-	t.Cleanup(func() { dropSchemas(t, base, prefix) })
-
 	root := t.TempDir()
+	shared := storetest.Locator(t, pg, root) // fresh schemas under one prefix, dropped when the test ends
+	prefix := shared.Prefix
 	logDir := filepath.Join(root, "logs")
 	if d := os.Getenv("ZCGW_MULTINODE_LOGS"); d != "" { // keep the nodes' logs past the test
 		logDir = d
 	}
 	must(t, os.MkdirAll(logDir, 0o755))
 	cfg := node.DefaultConfig()
-	cfg.Store = &node.StoreConfig{Kind: "postgres", URL: base, SchemaPrefix: prefix}
+	cfg.Store = &node.StoreConfig{Kind: "postgres", URL: shared.URL, SchemaPrefix: prefix}
 	cfg.FilesRoot = filepath.Join(root, "files") // one drop folder for the three
 	raw, err := json.MarshalIndent(cfg, "", "  ")
 	must(t, err)
@@ -394,47 +389,6 @@ func drainHolders(t *testing.T, stores store.Locator, cfg node.Config) map[strin
 	return out
 }
 
-// databaseURL is the test database's URL without the per-test
-// search_path storetest adds.
-func databaseURL(t *testing.T, pg storetest.Backend) string {
-	u, err := url.Parse(pg.Location(t, "probe"))
-	must(t, err)
-	q := u.Query()
-	q.Del("search_path")
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// dropSchemas drops every schema of the run (its prefix).
-func dropSchemas(t *testing.T, base, prefix string) {
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Logf("drop schemas: %v", err)
-		return
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, prefix)
-	if err != nil {
-		t.Logf("drop schemas: %v", err)
-		return
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			names = append(names, n)
-		}
-	}
-	rows.Close()
-	for _, n := range names {
-		if _, err := db.ExecContext(ctx, `DROP SCHEMA IF EXISTS "`+n+`" CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", n, err)
-		}
-	}
-}
-
 func each(ctx context.Context, db *store.DB, q string, scan func(*sql.Rows) error) error {
 	return db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, q)
@@ -463,12 +417,6 @@ func freeAddr(t *testing.T) string {
 	must(t, err)
 	defer l.Close()
 	return l.Addr().String()
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func must(t *testing.T, err error) {
