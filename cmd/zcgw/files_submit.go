@@ -78,7 +78,7 @@ func runFilesSubmit(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	cfg := filedrop.Config{DB: db, Coordinator: orch, Participants: orch.Participants(), Root: nodeCfg.FilesDir(e.DataDir),
-		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code, Names: names}}}
+		Banks: []filedrop.Bank{{ID: bank, ZenginCode: *code, Names: names}}, Accounts: nodeCfg.FileAccounts()}
 	bar := stderrIsTerminal(e)
 	if bar {
 		cfg.Progress = func(_, _ string, done, total int64) { drawRecords(e.Stderr, done, total) }

@@ -65,10 +65,6 @@ const (
 	fileName    = "BENCH-SOUFURI.txt"
 )
 
-// zenginCode is a bank id as its 4-digit 全銀 code ("002" -> "0002"),
-// the file drop's default.
-func zenginCode(id string) string { return "0" + id }
-
 // payeeOf is the payee of data record i (0-based): one of the other
 // banks, one of its accounts, and the amount.
 func payeeOf(banks, i int) (bank string, acct int, amount int64) {
@@ -85,7 +81,7 @@ func FileConfig(k int) node.Config {
 		b := &c.Banks[i]
 		b.HLimit = 1_000_000_000_000_000
 		for n := range b.Accounts {
-			b.Accounts[n].Hash = filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(b.BankID), fileBranch, 1, fmt.Sprintf("%07d", n+1))
+			b.Accounts[n].Hash = filedrop.AccountHash(filedrop.DefaultAccountSalt, filedrop.DefaultZenginCode(b.BankID), fileBranch, 1, fmt.Sprintf("%07d", n+1))
 		}
 	}
 	return c
@@ -117,7 +113,7 @@ func writeFile(path string, banks, records int, date time.Time) (string, int64, 
 	w := zengin.NewWriter(bw)
 	jst := date.In(time.FixedZone("JST", 9*3600))
 	header := zengin.Header{Kind: zengin.KindTransfer, ClientCode: "1234567890", ClientName: "ｾﾞﾛｲﾁ ﾍﾞﾝﾁ",
-		Date: zengin.Date{Month: int(jst.Month()), Day: jst.Day()}, BankCode: zenginCode(fileBank), BankName: "ｾﾞﾛｲﾁ",
+		Date: zengin.Date{Month: int(jst.Month()), Day: jst.Day()}, BankCode: filedrop.DefaultZenginCode(fileBank), BankName: "ｾﾞﾛｲﾁ",
 		BranchCode: fileBranch, BranchName: "ﾎﾝﾃﾝ", AccountType: 1, AccountNumber: fileAccount}
 	for i := range records {
 		if i%groupRecords == 0 {
@@ -132,7 +128,7 @@ func writeFile(path string, banks, records int, date time.Time) (string, int64, 
 			}
 		}
 		bank, acct, amount := payeeOf(banks, i)
-		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: zenginCode(bank), BankName: "ｷﾞﾝｺｳ",
+		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: filedrop.DefaultZenginCode(bank), BankName: "ｷﾞﾝｺｳ",
 			BranchCode: fileBranch, BranchName: "ｼﾃﾝ", AccountType: 1, AccountNumber: fmt.Sprintf("%07d", acct), Name: "ﾔﾏﾀﾞ ﾀﾛｳ"},
 			Amount: amount}); err != nil {
 			return "", 0, err
@@ -350,11 +346,11 @@ func RunFile(ctx context.Context, o FileOptions) (rep FileReport, err error) {
 
 	// The file's transfers, as the online bench knows the ones it posted.
 	sents := make([]sent, o.Records)
-	payer := fileBank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(fileBank), fileBranch, 1, fileAccount)
+	payer := fileBank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, filedrop.DefaultZenginCode(fileBank), fileBranch, 1, fileAccount)
 	for i := range sents {
 		bank, acct, amount := payeeOf(o.Banks, i)
 		sents[i] = sent{txid: filedrop.TxID(hash, recordNo(i)), payer: payer, amount: amount,
-			payee: bank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(bank), fileBranch, 1, fmt.Sprintf("%07d", acct))}
+			payee: bank + "/" + filedrop.AccountHash(filedrop.DefaultAccountSalt, filedrop.DefaultZenginCode(bank), fileBranch, 1, fmt.Sprintf("%07d", acct))}
 	}
 	return rep, check(ctx, n, cfg, opening, sents, states, &rep.Report)
 }

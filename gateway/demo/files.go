@@ -53,13 +53,13 @@ func zenginFile(date time.Time) ([]byte, error) {
 	payer := accountByKey("003/MOMIJI")
 	j := date.In(clock.JST)
 	if err := w.WriteHeader(&zengin.Header{Kind: zengin.KindTransfer, ClientCode: "0000012345", ClientName: "ﾓﾐｼﾞ ｼﾖｳｼﾞ(ｶ",
-		Date: zengin.Date{Month: int(j.Month()), Day: j.Day()}, BankCode: zenginCode(payer.Bank), BankName: "ﾓﾐｼﾞｼﾝｷﾝ",
+		Date: zengin.Date{Month: int(j.Month()), Day: j.Day()}, BankCode: filedrop.DefaultZenginCode(payer.Bank), BankName: "ﾓﾐｼﾞｼﾝｷﾝ",
 		BranchCode: payer.Branch, BranchName: "ﾎﾝﾃﾝ", AccountType: accountType, AccountNumber: payer.Number}); err != nil {
 		return nil, err
 	}
 	for _, r := range fileRecords {
 		a := accountByKey(r.to)
-		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: zenginCode(a.Bank), BankName: "ﾃﾞﾓ",
+		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: filedrop.DefaultZenginCode(a.Bank), BankName: "ﾃﾞﾓ",
 			BranchCode: a.Branch, BranchName: "ﾎﾝﾃﾝ", AccountType: accountType, AccountNumber: a.Number, Name: a.Name}, Amount: r.amount}); err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"github.com/zcgw/zcgw/formats/coreacct"
-	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/gateway/filedrop"
@@ -26,12 +25,9 @@ type account struct {
 
 const accountType = 1 // 普通
 
-// zenginCode is a bank's 4-digit 全銀 code ("001" -> "0001").
-func zenginCode(bankID string) string { return strings.Repeat("0", 4-len(bankID)) + bankID }
-
 // Hash is the account_hash on the API.
 func (a account) Hash() string {
-	return filedrop.AccountHash(filedrop.DefaultAccountSalt, zenginCode(a.Bank), a.Branch, accountType, a.Number)
+	return filedrop.AccountHash(filedrop.DefaultAccountSalt, filedrop.DefaultZenginCode(a.Bank), a.Branch, accountType, a.Number)
 }
 
 // Core is the core's account key.

@@ -118,7 +118,7 @@ func rawInsertLoop(b *testing.B, data []byte) float64 {
 			continue
 		}
 		records++
-		req := payment(DefaultAccountSalt, hash, n, h, "001", "002", acc, amount)
+		req := payment((&Config{AccountSalt: DefaultAccountSalt}).accountHash, hash, n, h, "001", "002", acc, amount)
 		body, err := json.Marshal(req)
 		if err != nil {
 			b.Fatal(err)

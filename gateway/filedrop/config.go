@@ -127,6 +127,11 @@ type Config struct {
 	// AccountSalt salts the account hashes (see AccountHash). Default
 	// DefaultAccountSalt.
 	AccountSalt string
+	// Accounts are the accounts whose account_hash the operator chose
+	// (node.json's banks[].accounts): a record naming one of them is sent
+	// with that hash, so a file can pay the accounts the API pays. Every
+	// other account is hashed by AccountHash.
+	Accounts map[Account]string
 	// StableFor is how long a file without a done-marker must keep the
 	// same size and mtime before it is taken (clock-driven). Default 10s.
 	StableFor time.Duration
@@ -148,6 +153,15 @@ type Config struct {
 
 // DefaultChunk is the default Config.Chunk: records per commit.
 const DefaultChunk = 4096
+
+// DefaultZenginCode is a bank's 4-digit 全銀 bank code when Bank.ZenginCode
+// is not set: its bank_id, left-padded with zeros ("001" -> "0001").
+func DefaultZenginCode(bankID string) string {
+	if len(bankID) >= 4 {
+		return bankID
+	}
+	return strings.Repeat("0", 4-len(bankID)) + bankID
+}
 
 // DefaultAccountSalt is the default Config.AccountSalt.
 const DefaultAccountSalt = "zcgw-filedrop-v1"
@@ -190,10 +204,7 @@ func (c *Config) defaults() error {
 		}
 		seen[b.ID] = true
 		if b.ZenginCode == "" {
-			b.ZenginCode = b.ID
-			if len(b.ZenginCode) < 4 {
-				b.ZenginCode = strings.Repeat("0", 4-len(b.ZenginCode)) + b.ZenginCode
-			}
+			b.ZenginCode = DefaultZenginCode(b.ID)
 		}
 		if len(b.ZenginCode) != 4 || !allDigits(b.ZenginCode) {
 			return fmt.Errorf("filedrop: bank %s: ZenginCode %q is not 4 digits", b.ID, b.ZenginCode)

@@ -21,6 +21,23 @@ func AccountHash(salt, bankCode, branchCode string, accountType uint8, accountNu
 	return "h:" + hex.EncodeToString(h[:])
 }
 
+// Account names an account as a Zengin record does: the 4-digit bank
+// code, the 3-digit branch code, 預金種目 and the 7-digit account number.
+type Account struct {
+	BankCode, BranchCode string
+	Type                 uint8
+	Number               string
+}
+
+// accountHash is the account_hash a record's account is sent with: the
+// operator's (Config.Accounts) when it is listed, else AccountHash.
+func (c *Config) accountHash(a Account) string {
+	if h, ok := c.Accounts[a]; ok {
+		return h
+	}
+	return AccountHash(c.AccountSalt, a.BankCode, a.BranchCode, a.Type, a.Number)
+}
+
 // TxID is the txid of the transfer made from record recordNo (1-based,
 // counting every record of the file) of the file with SHA-256 fileHash
 // (hex): "TX-", the first 18 hex digits (72 bits) of
@@ -53,13 +70,13 @@ func Purpose(k zengin.Kind) string {
 // payment builds the BULK PaymentInitiated of one data record. Every field
 // is derived from the file's bytes only (no clock), so a replay after a
 // crash sends the same body under the same key.
-func payment(salt, fileHash string, recordNo int, h *zengin.Header, payerBank, payeeBank string, acc zengin.Account, amount int64) orchestrator.PaymentInitiated {
+func payment(hashOf func(Account) string, fileHash string, recordNo int, h *zengin.Header, payerBank, payeeBank string, acc zengin.Account, amount int64) orchestrator.PaymentInitiated {
 	return orchestrator.PaymentInitiated{
 		TxID:      TxID(fileHash, recordNo),
 		Lane:      orchestrator.LaneBulk,
 		Amount:    bankapi.Amount{Value: amount, Currency: "JPY"},
-		Payer:     orchestrator.Party{BankID: payerBank, AccountHash: AccountHash(salt, h.BankCode, h.BranchCode, h.AccountType, h.AccountNumber)},
-		Payee:     orchestrator.Party{BankID: payeeBank, AccountHash: AccountHash(salt, acc.BankCode, acc.BranchCode, acc.AccountType, acc.AccountNumber)},
+		Payer:     orchestrator.Party{BankID: payerBank, AccountHash: hashOf(Account{h.BankCode, h.BranchCode, h.AccountType, h.AccountNumber})},
+		Payee:     orchestrator.Party{BankID: payeeBank, AccountHash: hashOf(Account{acc.BankCode, acc.BranchCode, acc.AccountType, acc.AccountNumber})},
 		Purpose:   Purpose(h.Kind),
 		ClientRef: "zengin:" + fileHash[:16] + ":" + strconv.Itoa(recordNo),
 	}

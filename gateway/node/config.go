@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
+	"github.com/zcgw/zcgw/gateway/filedrop"
 	"io/fs"
 	"maps"
 	"os"
@@ -273,6 +275,25 @@ func randomSecret() string {
 	var b [24]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// FileAccounts maps the configured accounts to their account_hash as a
+// Zengin file names them (filedrop.Config.Accounts): bank code (the bank's
+// default 全銀 code), then branch, type and number of the core key, which
+// is the same account. An account whose core key is not of that shape
+// cannot be named by a file and is left out.
+func (c Config) FileAccounts() map[filedrop.Account]string {
+	out := map[filedrop.Account]string{}
+	for _, b := range c.Banks {
+		for _, a := range b.Accounts {
+			k, err := coreacct.Parse(a.CoreAccount)
+			if err != nil {
+				continue
+			}
+			out[filedrop.Account{BankCode: filedrop.DefaultZenginCode(b.BankID), BranchCode: k.Branch, Type: k.Type, Number: k.Number}] = a.Hash
+		}
+	}
+	return out
 }
 
 // DefaultConfig is a two-bank node (001, 002), three accounts each, with

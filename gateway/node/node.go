@@ -500,7 +500,7 @@ func (n *Node) openFiles(_ context.Context, opts Options) (func() error, error) 
 	}
 	var err error
 	if n.Files, err = filedrop.New(filedrop.Config{DB: n.DB, Coordinator: n.Orchestrator, Participants: n.Orchestrator.Participants(),
-		Root: n.Config.FilesDir(opts.DataDir), Banks: fileBanks, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		Root: n.Config.FilesDir(opts.DataDir), Banks: fileBanks, Accounts: n.Config.FileAccounts(), Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	return nil, nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/formats/coreacct"
+	"github.com/zcgw/zcgw/gateway/filedrop"
 	"io"
 	"net"
 	"net/http"
@@ -632,5 +634,82 @@ func TestFailedStartUndoesItsParts(t *testing.T) {
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A default node.json names its accounts by hashes of its own
+// (h:001-0001 ...), and a Zengin file names accounts by bank, branch,
+// type and number. A file paying the configured accounts must reach them:
+// its transfers carry the configured hashes, so the adapters find the
+// accounts (before, every record of a drop on a default node was
+// cancelled with ACCOUNT_NOT_FOUND).
+func TestFileDropOnADefaultNodeNamesTheConfiguredAccounts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	dir := scratch(t)
+	n, err := Start(context.Background(), Options{DataDir: dir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	payer, payee := cfg.Banks[0], cfg.Banks[1]
+	pk, err := coreacct.Parse(payer.Accounts[0].CoreAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := zengin.NewWriter(&buf)
+	if err := w.WriteHeader(&zengin.Header{Kind: zengin.KindTransfer, ClientCode: "0000012345", ClientName: "ﾃｽﾄ",
+		Date: zengin.Date{Month: 12, Day: 3}, BankCode: filedrop.DefaultZenginCode(payer.BankID), BankName: "ｼﾑｹ",
+		BranchCode: pk.Branch, BranchName: "ﾎﾝﾃﾝ", AccountType: pk.Type, AccountNumber: pk.Number}); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range payee.Accounts {
+		k, err := coreacct.Parse(a.CoreAccount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteData(&zengin.TransferData{Account: zengin.Account{BankCode: filedrop.DefaultZenginCode(payee.BankID), BankName: "ﾋｼﾑｹ",
+			BranchCode: k.Branch, BranchName: "ﾎﾝﾃﾝ", AccountType: k.Type, AccountNumber: k.Number, Name: "ﾃｽﾄ"}, Amount: int64(1000 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []func() error{w.WriteTrailer, w.WriteEnd, w.Flush} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join(t.TempDir(), "pay.txt")
+	if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Files.SubmitFile(context.Background(), payer.BankID, src); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{} // payee hash -> payer hash
+	if err := n.DB.Read(context.Background(), func(tx *store.Tx) error {
+		rows, err := tx.QueryContext(context.Background(), "SELECT payer_account_hash, payee_account_hash FROM Transactions")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var from, to string
+			if err := rows.Scan(&from, &to); err != nil {
+				return err
+			}
+			got[to] = from
+		}
+		return rows.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(payee.Accounts) {
+		t.Fatalf("%d transfers %v, want one per record (%d)", len(got), got, len(payee.Accounts))
+	}
+	for _, a := range payee.Accounts {
+		if from, ok := got[a.Hash]; !ok || from != payer.Accounts[0].Hash {
+			t.Fatalf("no transfer from %s to %s: %v", payer.Accounts[0].Hash, a.Hash, got)
+		}
 	}
 }
