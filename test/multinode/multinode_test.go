@@ -68,11 +68,15 @@ func TestThreeNodesSurviveASIGKILL(t *testing.T) {
 		must(t, os.MkdirAll(dirs[i], 0o755))
 		must(t, os.WriteFile(filepath.Join(dirs[i], node.ConfigFile), raw, 0o600))
 	}
+	var livesMu sync.Mutex // nodes 2 and 3 start at once
 	lives := map[int]int{}
 	startNode := func(i int) *proc.Proc {
+		livesMu.Lock()
 		lives[i]++
+		life := lives[i]
+		livesMu.Unlock()
 		return proc.StartReady(t, proc.Config{Bin: zcgwBin, Args: []string{"serve", "--data", dirs[i], "--addr", addrs[i]},
-			Log: filepath.Join(logDir, fmt.Sprintf("node%d-life%d.log", i+1, lives[i])), Ready: "zcgw serving on ",
+			Log: filepath.Join(logDir, fmt.Sprintf("node%d-life%d.log", i+1, life)), Ready: "zcgw serving on ",
 			Drop: []string{"ZCGW_FAILPOINTS", "ZCGW_DATA"}}, 90*time.Second)
 	}
 	nodes := make([]*proc.Proc, 3)
