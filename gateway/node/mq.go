@@ -173,11 +173,25 @@ func OpenTransport(m *MQConfig, stores store.Locator, app string, log *slog.Logg
 		}
 		return amqp1.New(m.URL, o), nil
 	case MQEmbedded:
+		// A commit in this process wakes this process's waiting getters at
+		// once; the poll only finds what another process committed. On
+		// SQLite the queue file is this node's alone (node.lock; a core
+		// process is refused on a served folder), so the poll is a safety
+		// net and polling every 5 ms was half of an idle node's CPU. On
+		// PostgreSQL other nodes put on the same queues: poll briskly.
+		poll := embeddedSafetyPoll
+		if stores.Postgres() {
+			poll = 5 * time.Millisecond
+		}
 		return embedded.New(stores.Location(store.MQDB), embedded.Options{Clock: clock.System{}, Logger: log,
-			PollInterval: 5 * time.Millisecond, App: app}), nil
+			PollInterval: poll, App: app}), nil
 	}
 	return nil, fmt.Errorf("node: mq.kind %q is not supported", m.Kind)
 }
+
+// embeddedSafetyPoll is how often a waiting get on a SQLite queue file
+// looks without being woken (see OpenTransport).
+const embeddedSafetyPoll = 250 * time.Millisecond
 
 // standbyRetry is how often a standby core tries to claim its request
 // queue (PostgreSQL store): with a dead holder on this host the claim
