@@ -9,6 +9,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/strictjson"
 )
 
@@ -20,10 +21,34 @@ const MaxBodyBytes = 1 << 20
 // category, details, request_id} with the category's HTTP status. Another
 // bank_id is 404 PARTICIPANT_NOT_FOUND. Signature verification (X-ZC-*)
 // is the gateway's job in front of this handler.
+//
+// A request that carries a signing.NonceClaim (the gateway's verifier
+// hands one to a signing.NonceConsumer, which this handler is) has its
+// nonce consumed in the adapter's database: in the command's own
+// transaction for a command that runs in one (foldsNonce), else in a
+// transaction of its own before the command runs or before an error is
+// answered.
 func (a *Adapter) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /bank/{bank_id}/zc-ingress/{command}", a.serve)
-	return mux
+	return nonceConsumer{mux}
+}
+
+// nonceConsumer marks the adapter's ingress handlers as consuming the
+// nonce claims their requests carry (signing.NonceConsumer); the mux
+// stays reachable (its Handler method names the route a request takes).
+type nonceConsumer struct{ *http.ServeMux }
+
+func (nonceConsumer) ConsumesNonceClaims() {}
+
+// foldsNonce lists the commands whose first write is once's transaction,
+// which consumes the request's nonce claim with the command. Any other
+// command's claim is consumed before it runs.
+var foldsNonce = map[bankapi.Command]bool{
+	bankapi.ReserveFunds: true, bankapi.ExecuteDebit: true, bankapi.ExecuteCredit: true,
+	bankapi.ReleaseReserve: true, bankapi.LegReadyCheck: true, bankapi.AuthorityCheck: true,
+	bankapi.AccountVerify: true, bankapi.CreditNotify: true, bankapi.RTPNotify: true,
+	bankapi.DebitSettled: true, bankapi.Compensate: true,
 }
 
 // Mux serves the ingress of several banks on one listener, routing by
@@ -44,34 +69,43 @@ func Mux(adapters ...*Adapter) http.Handler {
 		}
 		a.serve(w, r)
 	})
-	return mux
+	return nonceConsumer{mux}
 }
 
 func (a *Adapter) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	claim := signing.NonceClaimFrom(ctx)
+	// fail answers err once the nonce is consumed; a nonce that cannot be
+	// consumed goes back to the verifier unanswered.
+	fail := func(requestID string, status int, err error) {
+		if claim.Settle(ctx, a.db) != nil {
+			return
+		}
+		writeErrorBody(w, requestID, status, err)
+	}
 	if bank := r.PathValue("bank_id"); bank != a.bank {
-		writeError(w, "", domainerr.New("PARTICIPANT_NOT_FOUND", "this adapter does not serve bank "+bank,
+		fail("", 0, domainerr.New("PARTICIPANT_NOT_FOUND", "this adapter does not serve bank "+bank,
 			map[string]any{"bank_id": bank}))
 		return
 	}
 	cmd := bankapi.Command(r.PathValue("command"))
 	req, ok := bankapi.NewRequest(cmd)
 	if !ok {
-		writeError(w, "", domainerr.New("INVALID_REQUEST", "unknown ingress command "+string(cmd),
+		fail("", 0, domainerr.New("INVALID_REQUEST", "unknown ingress command "+string(cmd),
 			map[string]any{"command": string(cmd)}))
 		return
 	}
 	if err := strictjson.CheckContentType(r.Header.Get("Content-Type")); err != nil {
-		writeErrorStatus(w, "", http.StatusUnsupportedMediaType, err)
+		fail("", http.StatusUnsupportedMediaType, err)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
-		writeError(w, "", domainerr.Wrap("INVALID_REQUEST", err, "cannot read request body", map[string]any{"command": string(cmd)}))
+		fail("", 0, domainerr.Wrap("INVALID_REQUEST", err, "cannot read request body", map[string]any{"command": string(cmd)}))
 		return
 	}
 	if len(body) > MaxBodyBytes {
-		writeError(w, "", domainerr.New("INVALID_REQUEST", fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes),
+		fail("", 0, domainerr.New("INVALID_REQUEST", fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes),
 			map[string]any{"command": string(cmd)}))
 		return
 	}
@@ -84,12 +118,22 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request) {
 		if de, ok := domainerr.As(err); ok {
 			de.Details["command"] = string(cmd)
 		}
-		writeError(w, "", err)
+		fail("", 0, err)
+		return
+	}
+	if !foldsNonce[cmd] && claim.Settle(ctx, a.db) != nil {
 		return
 	}
 	resp, err := a.Dispatch(ctx, req)
 	if err != nil {
-		writeError(w, req.RequestID(), err)
+		if domainerr.Has(err, "SIGNATURE_REPLAYED") && !claim.IsUsed() {
+			claim.Refuse(err)
+			return
+		}
+		fail(req.RequestID(), 0, err)
+		return
+	}
+	if claim.Settle(ctx, a.db) != nil { // a no-op: once consumed it with the command
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -8,6 +8,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/idem"
+	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -48,7 +49,9 @@ func (a *Adapter) claim(ctx context.Context, tx *store.Tx, command, requestID st
 // the claim and the completion: the side effects of fn (shadow change,
 // outbox rows) commit together with the cached response or not at all. An
 // error from fn rolls everything back, claim included, so a retry
-// re-evaluates.
+// re-evaluates. The request's signature nonce (signing.NonceClaim in ctx)
+// is consumed first in the same transaction: one commit for the nonce and
+// the command, and a replayed nonce runs nothing.
 func once[R any](ctx context.Context, a *Adapter, command, requestID string, req any, fn func(tx *store.Tx) (R, error)) (R, error) {
 	var out R
 	body, err := requestBody(command, req)
@@ -56,7 +59,11 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 		return out, err
 	}
 	replay := false
+	nonce := signing.NonceClaimFrom(ctx)
 	err = a.db.Write(ctx, func(tx *store.Tx) error {
+		if err := nonce.UseTx(ctx, tx); err != nil {
+			return err
+		}
 		res, err := a.claim(ctx, tx, command, requestID, body)
 		if err != nil {
 			return err
@@ -83,6 +90,7 @@ func once[R any](ctx context.Context, a *Adapter, command, requestID string, req
 		}
 		return zero, err
 	}
+	nonce.Used()
 	failpoint.Hit("adapter.after-record")
 	if replay {
 		a.log.InfoContext(ctx, "adapter.replay", "command", command, "request_id", requestID)

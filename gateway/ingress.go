@@ -26,7 +26,9 @@ import (
 //     before it is read, so at most that many are held at once; the edge
 //     bounds each read in time);
 //  5. the body is read once and the signature verified over exactly those
-//     bytes, then the slot is given back;
+//     bytes, then the slot is given back; the nonce is consumed here, or,
+//     in front of an adapter (signing.NonceConsumer), by the adapter in
+//     the command's own transaction before it answers;
 //  6. only then is the bank looked up: a request for a bank no adapter
 //     serves is refused exactly like any other unverified request until
 //     its signature verified (same status, same body), so the ingress
@@ -54,7 +56,9 @@ func (s *Server) ingress(w http.ResponseWriter, r *http.Request) {
 			"too many unauthenticated request bodies are being read; retry", map[string]any{"retry_after_seconds": 1}))
 		return
 	}
-	body, readErr, verifyErr := s.readAndVerify(r, pending)
+	h, ok := s.cfg.Banks[bank]
+	consumer, folds := h.(signing.NonceConsumer)
+	body, claim, readErr, verifyErr := s.readAndVerify(r, pending, folds)
 	if readErr != nil {
 		writeError(w, r, readErr)
 		return
@@ -63,14 +67,23 @@ func (s *Server) ingress(w http.ResponseWriter, r *http.Request) {
 		s.refuseSignature(w, r, pending.KeyID(), verifyErr)
 		return
 	}
-	h, ok := s.cfg.Banks[bank]
 	if !ok {
 		writeError(w, r, domainerr.New("PARTICIPANT_NOT_FOUND", "no adapter serves bank "+bank, map[string]any{"bank_id": bank}))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	h.ServeHTTP(w, r)
+	if !folds {
+		h.ServeHTTP(w, r)
+		return
+	}
+	// The adapter consumes the nonce in the command's own transaction
+	// (signing.NonceClaim); a nonce it finds used, or cannot store, comes
+	// back here unanswered and is refused like any other signature.
+	consumer.ServeHTTP(w, r.WithContext(signing.WithNonceClaim(r.Context(), claim)))
+	if err := claim.Refused(); err != nil {
+		s.refuseSignature(w, r, pending.KeyID(), err)
+	}
 }
 
 func (s *Server) takeBodySlot() bool {
@@ -84,13 +97,19 @@ func (s *Server) takeBodySlot() bool {
 
 // readAndVerify reads the body and verifies its signature while holding
 // a body slot, which it gives back before returning.
-func (s *Server) readAndVerify(r *http.Request, p signing.Pending) (body []byte, readErr, verifyErr error) {
+// With deferNonce the nonce is not consumed: the claim goes to the
+// handler (signing.NonceConsumer).
+func (s *Server) readAndVerify(r *http.Request, p signing.Pending, deferNonce bool) (body []byte, claim *signing.NonceClaim, readErr, verifyErr error) {
 	defer func() { <-s.bodySlots }()
 	body, readErr = readLimited(r.Body, r.ContentLength, adapter.MaxBodyBytes)
 	if readErr != nil {
-		return nil, readErr, nil
+		return nil, nil, readErr, nil
 	}
-	return body, nil, p.Verify(r.Context(), r.Method, r.URL.Path, body)
+	if deferNonce {
+		claim, verifyErr = p.VerifyDeferred(r.Method, r.URL.Path, body)
+		return body, claim, nil, verifyErr
+	}
+	return body, nil, nil, p.Verify(r.Context(), r.Method, r.URL.Path, body)
 }
 
 // readLimited reads a body of at most max bytes into one buffer sized

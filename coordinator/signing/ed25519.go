@@ -213,22 +213,30 @@ func (v *Verifier) checkHMACHeaders(ctx context.Context, p *Pending, sig string)
 // (SIGNATURE_REPLAYED). The nonce is consumed only after the signature
 // verified, so a forged request cannot burn a legitimate nonce.
 func (p Pending) Verify(ctx context.Context, method, path string, body []byte) error {
+	if err := p.verifySignature(method, path, body); err != nil {
+		return err
+	}
+	if p.key == nil {
+		return p.v.Nonces.Use(ctx, hmacNonceKey, p.nonce)
+	}
+	return p.v.Nonces.Use(ctx, p.keyID, p.nonce)
+}
+
+// verifySignature checks the signature over this method, path and body.
+func (p Pending) verifySignature(method, path string, body []byte) error {
 	env := Envelope{Method: method, Path: path, KeyID: p.keyID, Nonce: p.nonce, SigTime: p.sigTime, Body: body}
 	msg, _, err := env.Message()
 	if err != nil {
 		return err
 	}
 	if p.key == nil {
-		if err := p.v.HMAC.VerifyMAC(msg, p.sig, p.receivedAt); err != nil {
-			return err
-		}
-		return p.v.Nonces.Use(ctx, hmacNonceKey, p.nonce)
+		return p.v.HMAC.VerifyMAC(msg, p.sig, p.receivedAt)
 	}
 	if !ed25519.Verify(p.key.PublicKey, msg, p.sig) {
 		return domainerr.New("EXTERNAL_SIGNATURE_INVALID", "signature does not verify with key "+p.keyID,
 			map[string]any{"key_id": p.keyID})
 	}
-	return p.v.Nonces.Use(ctx, p.keyID, p.nonce)
+	return nil
 }
 
 // VerifyRequest checks the signature headers of a request with this method,

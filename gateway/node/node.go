@@ -213,6 +213,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.listen,          // the listener (the bank client calls the node's own URL)
 		n.openCoordinator, // FinalityLog, event signing, orchestrator workers, BOJ accounts
 		n.openBanks,       // per bank: core (serving), core link, adapter, overnight exchange
+		n.moveNonces,      // ingress nonces kept before the adapters consumed them into each adapter's database
 		n.openJobs,        // job registry, ledger, runner
 		n.openFiles,       // the file-drop processor
 		n.startLoops,      // workers, outboxes, recovery, sweeps, scheduler, watchers
@@ -306,6 +307,23 @@ func (n *Node) openStores(ctx context.Context, opts Options) (closer func() erro
 	c.add(n.NonceDB.Close)
 	n.nonces = signing.NewDBNonces(n.NonceDB, opts.Clock)
 	return c.close, nil
+}
+
+// moveNonces moves the nonces ingress-nonces.db holds into every
+// adapter's database, where the adapters consume the nonces of the
+// requests they serve in the command's own transaction
+// (signing.NonceClaim): a request consumed before an upgrade, or one the
+// gateway consumed for a bank no adapter served, stays consumed.
+func (n *Node) moveNonces(ctx context.Context, _ Options) (func() error, error) {
+	dbs := make([]*store.DB, 0, len(n.Banks))
+	for _, b := range n.Banks {
+		dbs = append(dbs, b.Adapter.DB())
+	}
+	moved, err := signing.MoveNonces(ctx, n.NonceDB, dbs)
+	if moved > 0 {
+		n.log.Info("node.nonces_moved", "nonces", moved, "adapters", len(dbs))
+	}
+	return nil, err
 }
 
 // listen opens the listener (Config.Addr; port 0 picks one) and writes its
