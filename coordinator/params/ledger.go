@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/readcache"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
@@ -223,10 +224,26 @@ type Source interface {
 // Reader is the Source over a coordinator database.
 type Reader struct{ DB *store.DB }
 
-// Duration reads a duration parameter in its own read transaction.
+// Duration reads a duration parameter in its own read transaction, or
+// from memory when it was read since the last Ledger change on the same
+// database (durationCache).
 func (r Reader) Duration(ctx context.Context, name Name) (time.Duration, error) {
-	return Duration(ctx, r.DB, name)
+	if d, ok := durationCache.Get(r.DB, name); ok {
+		return d, nil
+	}
+	gen := durationCache.Gen(r.DB)
+	d, err := Duration(ctx, r.DB, name)
+	if err == nil {
+		durationCache.Put(r.DB, name, d, gen)
+	}
+	return d, err
 }
+
+// durationCache holds what Reader.Duration read, per coordinator database
+// (readcache: exact because Ledger.Set and setBank are the only writers
+// of ParameterLedger and drop it after every change; off on PostgreSQL).
+// The signature verifier reads PR-SIGNATURE-SKEW on every signed request.
+var durationCache = readcache.New[Name, time.Duration]()
 
 // Change is one operator change: the parameter moves from Old (which must
 // still be its current value) to New.
@@ -340,6 +357,7 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 		return l.setBank(ctx, d, c)
 	}
 	var res Result
+	defer durationCache.Invalidate(l.db)
 	err = l.db.Write(ctx, func(tx *store.Tx) error {
 		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 			return err
@@ -403,6 +421,7 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 // ParameterChanged entry, naming the bank, in the same transaction.
 func (l *Ledger) setBank(ctx context.Context, d Def, c Change) (Result, error) {
 	var res Result
+	defer durationCache.Invalidate(l.db)
 	err := l.db.Write(ctx, func(tx *store.Tx) error {
 		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/readcache"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -70,7 +71,7 @@ func (r *Registry) Register(ctx context.Context, k Key) error {
 	if k.ValidTo != nil {
 		validTo = clock.Stamp(*k.ValidTo)
 	}
-	return r.db.Write(ctx, func(tx *store.Tx) error {
+	return r.write(ctx, func(tx *store.Tx) error {
 		ok, err := store.Insert(ctx, tx, "KeyRegistry",
 			[]string{"key_id", "owner_type", "owner_ref", "alg", "public_key", "status", "valid_from", "valid_to", "created_at"},
 			k.KeyID, k.OwnerType, k.OwnerRef, "Ed25519", base64.StdEncoding.EncodeToString(k.PublicKey), KeyActive,
@@ -88,7 +89,7 @@ func (r *Registry) Register(ctx context.Context, k Key) error {
 // Revoke sets revoked_at (not retroactive: signatures made before it stay
 // valid). Revoking twice keeps the first instant.
 func (r *Registry) Revoke(ctx context.Context, keyID string, at time.Time) error {
-	return r.db.Write(ctx, func(tx *store.Tx) error {
+	return r.write(ctx, func(tx *store.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE KeyRegistry SET revoked_at = COALESCE(revoked_at, ?) WHERE key_id = ?`,
 			clock.Stamp(at), keyID)
 		if ok, err := store.Applied(res, err); err != nil {
@@ -105,7 +106,7 @@ func (r *Registry) SetStatus(ctx context.Context, keyID, status string) error {
 	if status != KeyActive && status != KeyInactive {
 		return domainerr.New("INVALID_REQUEST", "status must be ACTIVE or INACTIVE", map[string]any{"status": status})
 	}
-	return r.db.Write(ctx, func(tx *store.Tx) error {
+	return r.write(ctx, func(tx *store.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE KeyRegistry SET status = ? WHERE key_id = ?`, status, keyID)
 		if ok, err := store.Applied(res, err); err != nil {
 			return err
@@ -116,8 +117,50 @@ func (r *Registry) SetStatus(ctx context.Context, keyID, status string) error {
 	})
 }
 
-// Get reads one key; a missing one is KEY_NOT_FOUND.
+// keyCache holds the keys Get read, per coordinator database
+// (readcache: exact while every KeyRegistry writer is a Registry method of
+// this process, off on PostgreSQL). A verifier looks the signing key up on
+// every signed request; the table changes when a key is registered,
+// revoked or deactivated.
+var keyCache = readcache.New[string, Key]()
+
+// Get returns one key; a missing one is KEY_NOT_FOUND. A key found once
+// is served from memory until a Registry write on the same database.
 func (r *Registry) Get(ctx context.Context, keyID string) (Key, error) {
+	if k, ok := keyCache.Get(r.db, keyID); ok {
+		return k.clone(), nil
+	}
+	gen := keyCache.Gen(r.db)
+	k, err := r.read(ctx, keyID)
+	if err == nil {
+		keyCache.Put(r.db, keyID, k.clone(), gen)
+	}
+	return k, err
+}
+
+// clone copies k's slices and pointers, so that a caller changing its Key
+// changes nothing cached.
+func (k Key) clone() Key {
+	k.PublicKey = append(ed25519.PublicKey(nil), k.PublicKey...)
+	if k.ValidTo != nil {
+		t := *k.ValidTo
+		k.ValidTo = &t
+	}
+	if k.RevokedAt != nil {
+		t := *k.RevokedAt
+		k.RevokedAt = &t
+	}
+	return k
+}
+
+// write runs fn in a write transaction and then drops the cached keys.
+func (r *Registry) write(ctx context.Context, fn func(tx *store.Tx) error) error {
+	defer keyCache.Invalidate(r.db)
+	return r.db.Write(ctx, fn)
+}
+
+// read reads one key in its own read transaction.
+func (r *Registry) read(ctx context.Context, keyID string) (Key, error) {
 	var k Key
 	err := r.db.Read(ctx, func(tx *store.Tx) error {
 		var pub, from string
