@@ -176,12 +176,6 @@ func (a *Adapter) Dispatch(ctx context.Context, req bankapi.Request) (any, error
 	return nil, domainerr.New("INVALID_REQUEST", fmt.Sprintf("unsupported request type %T", req), nil)
 }
 
-// writeErrorStatus writes err in the catalog shape with a status its
-// category does not give (415 for a wrong media type).
-func writeErrorStatus(w http.ResponseWriter, requestID string, status int, err error) {
-	writeErrorBody(w, requestID, status, err)
-}
-
 // writeError writes err in the catalog shape. Any other error (storage,
 // transport) is a retryable BANK_ERROR whose text is not exposed.
 func writeError(w http.ResponseWriter, requestID string, err error) {
