@@ -1,7 +1,6 @@
 package fx
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
