@@ -183,7 +183,7 @@ func checkProvider(ctx context.Context, tx *store.Tx, bankID string, currencies 
 }
 
 // WithdrawRate withdraws an ACTIVE quote (DELETE /api/fx/rates/{id}); a
-// quote that is not ACTIVE (withdrawn, unknown) is FX_QUOTE_NOT_FOUND.
+// quote that is not ACTIVE (withdrawn, unknown) is NOT_FOUND (404).
 func (f *FX) WithdrawRate(ctx context.Context, quoteID string) error {
 	err := f.db.Write(ctx, func(tx *store.Tx) error {
 		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FxQuotes SET status = ?, updated_at = ?, version = version + 1
@@ -192,7 +192,7 @@ func (f *FX) WithdrawRate(ctx context.Context, quoteID string) error {
 			return fmt.Errorf("fx: withdraw %s: %w", quoteID, err)
 		}
 		if !ok {
-			return domainerr.New("FX_QUOTE_NOT_FOUND", "no ACTIVE quote with this id", map[string]any{"quote_id": quoteID})
+			return domainerr.New("NOT_FOUND", "no ACTIVE quote with this id", map[string]any{"quote_id": quoteID})
 		}
 		return nil
 	})
@@ -222,7 +222,7 @@ func scanQuote(s interface{ Scan(...any) error }) (Quote, error) {
 func getQuote(ctx context.Context, tx *store.Tx, id string) (Quote, error) {
 	q, err := scanQuote(tx.QueryRowContext(ctx, `SELECT `+quoteCols+` FROM FxQuotes WHERE quote_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Quote{}, domainerr.New("FX_QUOTE_NOT_FOUND", "no quote with this id", map[string]any{"quote_id": id})
+		return Quote{}, domainerr.New("NOT_FOUND", "no quote with this id", map[string]any{"quote_id": id})
 	}
 	if err != nil {
 		return Quote{}, fmt.Errorf("fx: read quote %s: %w", id, err)
