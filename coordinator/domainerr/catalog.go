@@ -85,7 +85,6 @@ func init() {
 		"CHAIN_NOT_ANCHORED",
 		"COSIGN_ENTRY_NOT_FOUND",
 		"COSIGN_BASIS_NOT_FOUND",
-		"FX_QUOTE_NOT_FOUND", // zcgw: DELETE /api/fx/rates/{id} of a quote that is not ACTIVE (001 §17.2 "404")
 	)
 	register(Conflict,
 		"CONCURRENCY_CONFLICT",
