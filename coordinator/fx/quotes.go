@@ -266,3 +266,14 @@ func (f *FX) Rates(ctx context.Context, from, to string) ([]Quote, error) {
 	}
 	return out, err
 }
+
+// QuoteByID reads one quote, whatever its status (NOT_FOUND when none).
+func (f *FX) QuoteByID(ctx context.Context, id string) (Quote, error) {
+	var q Quote
+	err := f.db.Read(ctx, func(tx *store.Tx) error {
+		var err error
+		q, err = getQuote(ctx, tx, id)
+		return err
+	})
+	return q, err
+}
