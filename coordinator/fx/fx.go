@@ -62,3 +62,7 @@ func New(cfg Config) (*FX, error) {
 }
 
 func (f *FX) now() time.Time { return f.clk.Now().UTC() }
+
+// Now is the service's clock reading (UTC): quotes' validity and timelocks
+// are reckoned against it.
+func (f *FX) Now() time.Time { return f.now() }

@@ -426,7 +426,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	c.add(b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
-		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		RealTime: bc.RealTime, Currencies: bc.Currencies, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	c.add(b.Adapter.Close)
@@ -445,7 +445,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 			}
 		}
 		if _, err := b.Adapter.Shadow(ctx, a.Hash); err != nil {
-			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name}); err != nil {
+			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name, Currency: a.Currency}); err != nil {
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
 			}
 		}
@@ -463,6 +463,9 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		}
 	} else if err != nil {
 		return nil, err
+	}
+	if err := n.openFX(ctx, bc); err != nil {
+		return nil, fmt.Errorf("bank %s: %w", bc.BankID, err)
 	}
 	if !bc.RealTime {
 		// A batch-window bank takes its BULK and DEFERRED postings as an
