@@ -333,13 +333,8 @@ func (f *FX) decide(ctx context.Context, gtid string, from, to TransferStatus) (
 			}
 		}
 		if to != from {
-			ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FxTransfers SET status = ?, updated_at = ? WHERE gtid = ? AND status = ?`,
-				string(to), clock.Stamp(now), gtid, string(from)))
-			if err != nil {
-				return fmt.Errorf("fx: claim %s: %w", gtid, err)
-			}
-			if !ok {
-				return domainerr.New("CONCURRENCY_CONFLICT", "the transfer moved concurrently", map[string]any{"gtid": gtid})
+			if err := moveTransfer(ctx, tx, gtid, from, to, now); err != nil {
+				return err
 			}
 			for _, l := range t.LegLocks {
 				if err := moveLock(ctx, tx, gtid, l.Index, LockLocked, LockClaimed, now); err != nil {
@@ -411,6 +406,25 @@ func quotesLive(ctx context.Context, tx *store.Tx, now time.Time, ids []string) 
 			return domainerr.New("FX_QUOTE_EXPIRED", "a quote of the route expired or was withdrawn",
 				map[string]any{"quote_id": id, "status": string(q.Status), "valid_to": q.ValidTo})
 		}
+	}
+	return nil
+}
+
+// moveTransfer is the guarded update of FxTransfers.status, checked
+// against TransferTransitions; a transfer that moved meanwhile is
+// CONCURRENCY_CONFLICT (the caller's transaction rolls back).
+func moveTransfer(ctx context.Context, tx *store.Tx, gtid string, from, to TransferStatus, now time.Time) error {
+	if !CanTransfer(from, to) {
+		return domainerr.New("IMPOSSIBLE_TRANSITION", "FX transfer transition not in TransferTransitions",
+			map[string]any{"gtid": gtid, "from": string(from), "to": string(to)})
+	}
+	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FxTransfers SET status = ?, updated_at = ? WHERE gtid = ? AND status = ?`,
+		string(to), clock.Stamp(now), gtid, string(from)))
+	if err != nil {
+		return fmt.Errorf("fx: %s %s->%s: %w", gtid, from, to, err)
+	}
+	if !ok {
+		return domainerr.New("CONCURRENCY_CONFLICT", "the transfer moved concurrently", map[string]any{"gtid": gtid})
 	}
 	return nil
 }
@@ -488,13 +502,8 @@ func (f *FX) refund(ctx context.Context, gtid, reason string, force bool) (Refun
 				reason = RefundTimelock
 			}
 		}
-		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FxTransfers SET status = ?, updated_at = ? WHERE gtid = ? AND status = ?`,
-			string(TransferRefunded), clock.Stamp(now), gtid, string(t.Status)))
-		if err != nil {
-			return fmt.Errorf("fx: refund %s: %w", gtid, err)
-		}
-		if !ok {
-			return domainerr.New("CONCURRENCY_CONFLICT", "the transfer moved concurrently", map[string]any{"gtid": gtid})
+		if err := moveTransfer(ctx, tx, gtid, t.Status, TransferRefunded, now); err != nil {
+			return err
 		}
 		for _, l := range t.LegLocks {
 			if err := moveLock(ctx, tx, gtid, l.Index, LockLocked, LockRefunded, now); err != nil {

@@ -105,6 +105,13 @@ func (f *FX) PutRate(ctx context.Context, req RateRequest) (Quote, error) {
 	}
 	var q Quote
 	err = f.db.Write(ctx, func(tx *store.Tx) error {
+		// One upsert per FXP at a time: the provider's row is locked
+		// (PostgreSQL; SQLite's write transaction is exclusive), so two
+		// racing first quotes of a pair cannot both insert.
+		var locked string
+		if err := tx.QueryRowContext(ctx, `SELECT bank_id FROM Participants WHERE bank_id = ?`+tx.ForUpdate(), req.FxpBankID).Scan(&locked); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("fx: lock provider %s: %w", req.FxpBankID, err)
+		}
 		if err := checkProvider(ctx, tx, req.FxpBankID, req.FromCurrency, req.ToCurrency); err != nil {
 			return err
 		}

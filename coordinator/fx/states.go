@@ -24,11 +24,12 @@ const (
 
 // TransferTransitions are the legal edges of FxTransfers.status. A
 // transfer is inserted LOCKED (bind_htlc) or INITIATED (default path,
-// decided at once); claim moves LOCKED -> SETTLING, refund LOCKED ->
-// REFUNDED, and the conduit GTID reaching GT_SETTLED moves SETTLING (or
-// INITIATED) -> SETTLED.
+// decided once its legs are held); claim moves LOCKED -> SETTLING, refund
+// LOCKED -> REFUNDED (INITIATED -> REFUNDED when a bank refused a leg's
+// hold before the decision), and the conduit GTID reaching GT_SETTLED
+// moves SETTLING (or INITIATED) -> SETTLED.
 var TransferTransitions = map[TransferStatus][]TransferStatus{
-	TransferInitiated: {TransferSettled},
+	TransferInitiated: {TransferSettled, TransferRefunded},
 	TransferLocked:    {TransferSettling, TransferRefunded},
 	TransferSettling:  {TransferSettled},
 	TransferSettled:   nil,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/lane"
@@ -97,7 +96,6 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 		if t.Status != TransferSettling && t.Status != TransferInitiated {
 			return nil
 		}
-		var settledTotal int64
 		for _, g := range t.Legs {
 			if g.TxID == "" {
 				return nil // not materialised
@@ -108,9 +106,6 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 			}
 			if lane.TxState(st) != lane.Settled {
 				return nil
-			}
-			if g.Role == lane.LegPayer {
-				settledTotal += g.Amount
 			}
 		}
 		for _, g := range t.Legs {
@@ -136,12 +131,10 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 				return domainerr.New("CONCURRENCY_CONFLICT", "the GTID moved concurrently", map[string]any{"gtid": gtid})
 			}
 		}
-		ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE FxTransfers SET status = ?, updated_at = ? WHERE gtid = ? AND status = ?`,
-			string(TransferSettled), clock.Stamp(f.now()), gtid, string(t.Status)))
-		if err != nil {
-			return fmt.Errorf("fx: settle %s: %w", gtid, err)
+		if err := moveTransfer(ctx, tx, gtid, t.Status, TransferSettled, f.now()); err != nil {
+			return err
 		}
-		done = ok
+		done = true
 		return nil
 	})
 	if err == nil && done {
