@@ -163,7 +163,7 @@ func (d *day) fxScene() error {
 	d.printf("  DELETE /api/fx/rates/%s as %s: %s\n", acc.Quote.QuoteID, fxProvider, gone.Result)
 	var ignored fx.ClaimResult
 	status, err := d.api.fxCall(d.ctx, "POST", "/api/fx/transfers/FX-DEMO-2/claim", "001", gateway.FXClaimBody{Secret: second.Secret}, &ignored)
-	d.printf("  POST /api/fx/transfers/FX-DEMO-2/claim: HTTP %d %v\n", status, err)
+	d.printf("  POST /api/fx/transfers/FX-DEMO-2/claim: %v\n", err)
 	if status != http.StatusConflict {
 		return violated(InvFX, "a claim over a withdrawn quote answered %d, want 409 FX_QUOTE_EXPIRED", status)
 	}
