@@ -103,8 +103,10 @@ func (f *FX) Create(ctx context.Context, req TransferRequest) (CreateResult, err
 		return CreateResult{}, err
 	}
 	if replayed {
-		err := json.Unmarshal(raw, &res)
-		return res, err
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return CreateResult{}, fmt.Errorf("fx: stored answer of %s: %w", req.GTID, err)
+		}
+		return res, f.resume(ctx, req)
 	}
 	f.log.InfoContext(ctx, "fx.transfer_locked", "gtid", req.GTID, "bind_htlc", req.BindHTLC, "amount_from", res.AmountFrom,
 		"amount_to", res.AmountTo, "effective_rate", res.EffectiveRate, "quote_ids", strings.Join(res.Route.QuoteIDs(), ","))
@@ -118,6 +120,28 @@ func (f *FX) Create(ctx context.Context, req TransferRequest) (CreateResult, err
 	}
 	res.Secret = secret
 	return res, nil
+}
+
+// resume finishes what a first Create of the transfer may have left
+// undone (the process stopped between the lock's commit and the banks'
+// answers): every bank-side leg lock is asked again under its own
+// request id (a bank replays what it answered) and a default-path
+// transfer is decided. A transfer past its lock is left as it is.
+func (f *FX) resume(ctx context.Context, req TransferRequest) error {
+	t, err := f.Get(ctx, req.GTID)
+	if err != nil {
+		return err
+	}
+	if t.GtidState != lane.GtReceived || (t.Status != TransferLocked && t.Status != TransferInitiated) {
+		return nil
+	}
+	if err := f.lockAtBanks(ctx, req.GTID, t.LegsOrLocks()); err != nil {
+		return err
+	}
+	if t.Status == TransferInitiated {
+		_, err = f.decide(ctx, req.GTID, TransferInitiated, TransferInitiated)
+	}
+	return err
 }
 
 // lockTx writes the transfer inside tx (see Create).
@@ -481,8 +505,10 @@ func (f *FX) refund(ctx context.Context, gtid, reason string, force bool) (Refun
 		if t.Status == TransferRefunded {
 			return nil
 		}
-		if t.Status != TransferLocked && !(force && t.Status == TransferInitiated && t.GtidState == lane.GtReceived) {
-			return domainerr.New("STATE_GUARD", "only a LOCKED transfer can be refunded", map[string]any{"gtid": gtid, "status": string(t.Status)})
+		// LOCKED, or INITIATED and not decided yet (its legs were never
+		// all held): anything else has been decided.
+		if t.Status != TransferLocked && !(t.Status == TransferInitiated && t.GtidState == lane.GtReceived) {
+			return domainerr.New("STATE_GUARD", "only a transfer not yet claimed or decided can be refunded", map[string]any{"gtid": gtid, "status": string(t.Status)})
 		}
 		now := f.now()
 		if !force {

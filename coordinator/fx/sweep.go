@@ -17,9 +17,9 @@ type SweepResult struct {
 }
 
 // Sweep is FX's part of the timeout sweep (sweepExpiredFxLocks, 001
-// §17.4): every LOCKED transfer that can no longer be claimed (its claim
-// window closed, or a quote of its route expired or was withdrawn) is
-// refunded, and every decided conduit whose leg transfers all SETTLED is
+// §17.4): every LOCKED transfer (or INITIATED one never decided) that can
+// no longer be claimed (its claim window closed, or a quote of its route
+// expired or was withdrawn) is refunded, and every decided conduit whose leg transfers all SETTLED is
 // finalised (legs LEG_SETTLED, GTID GT_SETTLED, FxTransfers SETTLED). A
 // transfer claimed concurrently is left alone: the claim and the refund
 // exclude each other by their guarded updates.
@@ -28,7 +28,9 @@ func (f *FX) Sweep(ctx context.Context) (SweepResult, error) {
 	var locked, decided []string
 	err := f.db.Read(ctx, func(tx *store.Tx) error {
 		var err error
-		if locked, err = column(ctx, tx, `SELECT gtid FROM FxTransfers WHERE status = ? ORDER BY gtid`, string(TransferLocked)); err != nil {
+		if locked, err = column(ctx, tx, `SELECT f.gtid FROM FxTransfers f JOIN GtidTransactions g ON g.gtid = f.gtid
+			WHERE f.status = ? OR (f.status = ? AND g.state = ?) ORDER BY f.gtid`,
+			string(TransferLocked), string(TransferInitiated), string(lane.GtReceived)); err != nil {
 			return err
 		}
 		decided, err = column(ctx, tx, `SELECT f.gtid FROM FxTransfers f JOIN GtidTransactions g ON g.gtid = f.gtid

@@ -234,6 +234,17 @@ func TestFXClaimSettlesThroughTheCores(t *testing.T) {
 	if res.Result != fx.ResultLocked || res.AmountTo != 100_000 || res.Secret == "" || len(res.Legs) != 2 {
 		t.Fatalf("create: %+v", res)
 	}
+	// The same request again replays the first answer (never the secret)
+	// and charges nothing twice; another body under the gtid conflicts.
+	again, err := w.fx.Create(w.ctx, w.request("FXG-CLAIM", 150_000, true))
+	if err != nil || again.Result != fx.ResultLocked || again.AmountTo != 100_000 || again.Secret != "" || again.Hashlock != res.Hashlock {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if _, err := w.fx.Create(w.ctx, w.request("FXG-CLAIM", 160_000, true)); err == nil {
+		t.Fatal("another body under the same gtid was accepted")
+	} else {
+		wantCode(t, err, "IDEMPOTENCY_KEY_CONFLICT")
+	}
 	if got := w.hUsed(fxPayer, "JPY"); got != 150_000 {
 		t.Errorf("payer JPY H in use %d, want 150000", got)
 	}
