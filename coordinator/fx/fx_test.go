@@ -28,7 +28,7 @@ type env struct {
 }
 
 // newEnv: FX providers 901 (JPY, USD, EUR) and 902 (EUR, USD), bank 001.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.OpenCoordinator(ctx, filepath.Join(t.TempDir(), "zc.db"))
@@ -63,7 +63,7 @@ func newEnv(t *testing.T) *env {
 	return &env{ctx: ctx, db: db, clk: clk, fx: f}
 }
 
-func (e *env) put(t *testing.T, fxp, from, to string, rate int64, validFor time.Duration) Quote {
+func (e *env) put(t testing.TB, fxp, from, to string, rate int64, validFor time.Duration) Quote {
 	t.Helper()
 	q, err := e.fx.PutRate(e.ctx, RateRequest{FxpBankID: fxp, FromCurrency: from, ToCurrency: to, Rate: rate,
 		ValidTo: clock.Stamp(e.clk.Now().Add(validFor))})
