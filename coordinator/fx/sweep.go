@@ -86,11 +86,13 @@ func column(ctx context.Context, tx *store.Tx, q string, args ...any) ([]string,
 // SETTLED: each GtidLegs row LEG_DECIDED -> LEG_SETTLED, the GTID
 // GT_DECIDED_TO_SETTLE -> GT_SETTLED (GtidSettled on its chain) and the
 // FX transfer -> SETTLED, in one write transaction (checkAndFinalizeGtid,
-// 001 §17.3). It reports false when a leg has not settled yet.
+// 001 §17.3). It reports false when a leg has not settled yet. A leg
+// whose transfer ended FAILED_EXECUTION suspends the GTID instead
+// (GT_DECIDED_TO_SETTLE -> GT_SUSPENDED, GtidSuspended).
 func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
-	var done bool
+	var done, suspended bool
 	err := f.db.Write(ctx, func(tx *store.Tx) error {
-		done = false
+		done, suspended = false, false
 		t, err := getTransferTx(ctx, tx, gtid)
 		if err != nil {
 			return err
@@ -98,6 +100,8 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 		if t.Status != TransferSettling && t.Status != TransferInitiated {
 			return nil
 		}
+		var failed []string
+		pending := false
 		for _, g := range t.Legs {
 			if g.TxID == "" {
 				return nil // not materialised
@@ -106,9 +110,35 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT state FROM Transactions WHERE txid = ?`, g.TxID).Scan(&st); err != nil {
 				return fmt.Errorf("fx: leg transfer %s: %w", g.TxID, err)
 			}
-			if lane.TxState(st) != lane.Settled {
+			switch lane.TxState(st) {
+			case lane.Settled:
+			case lane.FailedExecution:
+				if g.Role == lane.LegPayer {
+					failed = append(failed, g.TxID)
+				}
+			default:
+				pending = true
+			}
+		}
+		if len(failed) > 0 {
+			// A leg failed after the decision (its transfer carries the
+			// Case): the conduit cannot settle as a whole. The GTID is
+			// suspended for the operators; the FX transfer stays SETTLING.
+			if t.GtidState != lane.GtDecidedToSettle {
 				return nil
 			}
+			r, err := f.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: gtid, From: lane.GtDecidedToSettle, To: lane.GtSuspended,
+				EventType: finality.GtidSuspended, Payload: map[string]any{"failed_leg_txids": failed}})
+			if err != nil {
+				return err
+			}
+			if r.Applied {
+				suspended = true
+			}
+			return nil
+		}
+		if pending {
+			return nil
 		}
 		for _, g := range t.Legs {
 			if g.State == lane.LegSettled {
@@ -141,6 +171,9 @@ func (f *FX) Finalise(ctx context.Context, gtid string) (bool, error) {
 	})
 	if err == nil && done {
 		f.log.InfoContext(ctx, "fx.transfer_settled", "gtid", gtid)
+	}
+	if err == nil && suspended {
+		f.log.WarnContext(ctx, "fx.transfer_suspended", "gtid", gtid)
 	}
 	return done, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/adapter"
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -525,4 +526,46 @@ func TestFXQuoteExpiryDuringClaimRace(t *testing.T) {
 		})
 	}
 	t.Logf("outcomes: %v", outcomes)
+}
+
+// A leg failing after the decision: the payee's bank cannot be reached for
+// the dollar credit; the leg ends FAILED_EXECUTION with its Case after the
+// SUSPENDED limit, and the FX sweep suspends the conduit GTID (the yen
+// leg settled; the conduit never reports SETTLED).
+func TestFXLegFailingAfterDecisionSuspendsTheGTID(t *testing.T) {
+	w := newFXWorld(t)
+	w.quote(48 * time.Hour)
+	req := w.request("FXG-FAIL", 150_000, true)
+	req.ExpiresAt = clock.Stamp(w.clk.Now().Add(47 * time.Hour))
+	res, err := w.fx.Create(w.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.banks.SetDown(fxPayee, true, bankapi.ExecuteCredit)
+	if _, err := w.fx.Claim(w.ctx, "FXG-FAIL", res.Secret); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ { // execute-credit retried with backoff until the bank counts as down
+		w.run()
+		w.clk.Advance(10 * time.Minute)
+		if _, err := w.o.TimeoutSweep(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.clk.Advance(25 * time.Hour)
+	if _, err := w.o.TimeoutSweep(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	if v := w.view(fx.LegTxID("FXG-FAIL", 1)); v.State != "FAILED_EXECUTION" || v.Case.CaseID == "" {
+		t.Fatalf("dollar leg %s case %q, want FAILED_EXECUTION with a Case", v.State, v.Case.CaseID)
+	}
+	if v := w.view(fx.LegTxID("FXG-FAIL", 0)); v.State != "SETTLED" {
+		t.Fatalf("yen leg %s, want SETTLED", v.State)
+	}
+	if r := w.sweep(); r.Finalised != 0 {
+		t.Fatalf("sweep finalised a conduit with a failed leg: %+v", r)
+	}
+	w.wantStatus("FXG-FAIL", fx.TransferSettling, lane.GtSuspended)
+	w.wantChain("gtid", "FXG-FAIL", finality.GtidRegistered, finality.GtidPrechecked, finality.GtidDecided, finality.GtidSuspended)
 }
