@@ -26,12 +26,16 @@ const (
 	ResultRefunded  = "FX_TRANSFER_REFUNDED"
 )
 
-// Refund reasons (the refund's FinalityLog payload and the log line).
+// RefundReason says why a transfer was refunded (the refund's
+// FinalityLog payload and its log line).
+type RefundReason string
+
+// The refund reasons.
 const (
-	RefundTimelock     = "TIMELOCK_EXPIRED" // the claim window closed unclaimed
-	RefundQuoteExpired = "QUOTE_EXPIRED"    // a quote of the route expired or was withdrawn before the claim
-	RefundLegLock      = "LEG_LOCK_FAILED"  // a paying bank refused its leg's hold
-	RefundRequested    = "REQUESTED"        // POST .../refund after the window closed
+	RefundTimelock     RefundReason = "TIMELOCK_EXPIRED" // the claim window closed unclaimed
+	RefundQuoteExpired RefundReason = "QUOTE_EXPIRED"    // a quote of the route expired or was withdrawn before the claim
+	RefundLegLock      RefundReason = "LEG_LOCK_FAILED"  // a paying bank refused its leg's hold
+	RefundRequested    RefundReason = "REQUESTED"        // POST .../refund after the window closed
 )
 
 // payerLeg and payeeLeg are the GtidLegs ids of currency leg i: the
@@ -491,7 +495,7 @@ func (f *FX) Refund(ctx context.Context, gtid string) (RefundResult, error) {
 // GT_DECIDED_CANCEL -> GT_CANCELLED; then each paying bank's hold is
 // released (release-reserve). force skips the claimability check (a leg
 // lock that failed at a bank).
-func (f *FX) refund(ctx context.Context, gtid, reason string, force bool) (RefundResult, error) {
+func (f *FX) refund(ctx context.Context, gtid string, reason RefundReason, force bool) (RefundResult, error) {
 	var out RefundResult
 	var holds []legProof
 	var legTx []string
@@ -557,7 +561,7 @@ func (f *FX) refund(ctx context.Context, gtid, reason string, force bool) (Refun
 				return err
 			}
 		}
-		payload := map[string]any{"reason": reason, "refunded_legs": out.RefundedLegs}
+		payload := map[string]any{"reason": string(reason), "refunded_legs": out.RefundedLegs}
 		for _, st := range [][2]lane.GtidState{{lane.GtReceived, lane.GtDecidedCancel}, {lane.GtDecidedCancel, lane.GtCancelled}} {
 			ev := finality.GtidDecidedCancel
 			if st[1] == lane.GtCancelled {
@@ -580,7 +584,7 @@ func (f *FX) refund(ctx context.Context, gtid, reason string, force bool) (Refun
 	if len(legTx) == 0 {
 		return out, nil // refunded before: nothing more to do
 	}
-	f.log.InfoContext(ctx, "fx.transfer_refunded", "gtid", gtid, "reason", reason, "leg_txids", strings.Join(legTx, ","))
+	f.log.InfoContext(ctx, "fx.transfer_refunded", "gtid", gtid, "reason", string(reason), "leg_txids", strings.Join(legTx, ","))
 	var errs []error
 	for _, h := range holds {
 		var rr bankapi.ReleaseReserveResponse
