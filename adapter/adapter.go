@@ -69,8 +69,14 @@ type Config struct {
 	RealTime bool
 	// BatchWindows are the core's daily batch windows (JST).
 	BatchWindows []Window
-	// Currency is the single currency of this core (default JPY).
+	// Currency is the core's home currency (default JPY): the currency of
+	// every account opened without one.
 	Currency string
+	// Currencies are further currencies the bank keeps accounts in
+	// (foreign-currency deposits, 外貨預金). Each account has exactly one
+	// currency (Account.Currency); a command whose amount is in another
+	// currency than its account's is INVALID_CURRENCY.
+	Currencies []string
 	// CustodyAccount is the account_hash of the bank's custody (別段預金
 	// SUSPENSE) account. When set, an execute-credit for an account the
 	// bank does not hold is credited there and answered with
@@ -105,6 +111,7 @@ type Adapter struct {
 	realTime bool
 	windows  []Window
 	currency string
+	accepted map[string]bool // currency and Currencies
 	custody  string
 	keys     *idem.Keys
 	inqWait  time.Duration
@@ -150,6 +157,10 @@ func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a.log = a.log.With("bank_id", cfg.BankID)
 	if a.currency == "" {
 		a.currency = "JPY"
+	}
+	a.accepted = map[string]bool{a.currency: true}
+	for _, c := range cfg.Currencies {
+		a.accepted[c] = true
 	}
 	a.keys = idem.New(a.clk, a.log)
 	if a.inqWait <= 0 {

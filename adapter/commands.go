@@ -20,11 +20,25 @@ func (a *Adapter) validate(req bankapi.Request, amounts ...bankapi.Amount) error
 		return err
 	}
 	for _, am := range amounts {
-		if am.Currency != a.currency {
+		if !a.accepted[am.Currency] {
 			return domainerr.New("INVALID_CURRENCY",
-				fmt.Sprintf("%s: this core keeps %s only, got %s", req.Command(), a.currency, am.Currency),
+				fmt.Sprintf("%s: this bank keeps no account in %s", req.Command(), am.Currency),
 				map[string]any{"command": string(req.Command()), "field": "amount.currency", "currency": am.Currency})
 		}
+	}
+	return nil
+}
+
+// checkCurrency refuses an amount in another currency than the account's
+// (a yen debit of a dollar account): INVALID_CURRENCY.
+func (a *Adapter) checkCurrency(s Shadow, currency string) error {
+	acct := s.Currency
+	if acct == "" {
+		acct = a.currency
+	}
+	if acct != currency {
+		return domainerr.New("INVALID_CURRENCY", fmt.Sprintf("account is kept in %s, the amount is in %s", acct, currency),
+			map[string]any{"field": "amount.currency", "currency": currency, "account_currency": acct, "account_hash": s.Hash})
 	}
 	return nil
 }
@@ -52,7 +66,7 @@ func (a *Adapter) ReserveFunds(ctx context.Context, req bankapi.ReserveFundsRequ
 		if err := a.requireBank(ctx, tx); err != nil {
 			return bankapi.ReserveFundsResponse{}, err
 		}
-		ref, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, req.TxID, req.AccountHash, req.Amount.Value, "RSV-"+uuid.New())
+		ref, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, req.TxID, req.AccountHash, req.Amount, "RSV-"+uuid.New())
 		if err != nil {
 			return bankapi.ReserveFundsResponse{}, err
 		}
@@ -64,7 +78,7 @@ func (a *Adapter) ReserveFunds(ctx context.Context, req bankapi.ReserveFundsRequ
 }
 
 // reserveTx places a hold; reason is a non-empty refusal reason instead.
-func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, hash string, amount int64, ref string) (string, string, error) {
+func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, hash string, amount bankapi.Amount, ref string) (string, string, error) {
 	s, err := readShadow(ctx, tx, hash)
 	if domainerr.Has(err, "ACCOUNT_NOT_FOUND") {
 		return "", bankapi.ReasonAccountNotFound, nil
@@ -72,21 +86,24 @@ func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, 
 	if err != nil {
 		return "", "", err
 	}
+	if err := a.checkCurrency(s, amount.Currency); err != nil {
+		return "", "", err
+	}
 	if s.Status == AccountFrozen {
 		return "", bankapi.ReasonAccountFrozen, nil
 	}
-	if s.Available < amount {
-		a.log.InfoContext(ctx, "adapter.reserve_refused", "txid", txid, "account_hash", hash, "amount", amount, "available_balance", s.Available)
+	if s.Available < amount.Value {
+		a.log.InfoContext(ctx, "adapter.reserve_refused", "txid", txid, "account_hash", hash, "amount", amount.Value, "available_balance", s.Available)
 		return "", bankapi.ReasonInsufficientFunds, nil
 	}
 	now := a.now()
 	_, err = tx.ExecContext(ctx, `INSERT INTO AdapterHolds
 		(reservation_ref, txid, request_id, account_hash, amount, status, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, 'HELD', ?, ?)`, ref, txid, requestID, hash, amount, now, now)
+		VALUES (?, ?, ?, ?, ?, 'HELD', ?, ?)`, ref, txid, requestID, hash, amount.Value, now, now)
 	if err != nil {
 		return "", "", fmt.Errorf("adapter: hold %s: %w", ref, err)
 	}
-	a.log.InfoContext(ctx, "adapter.reserve", "txid", txid, "account_hash", hash, "amount", amount, "reservation_ref", ref)
+	a.log.InfoContext(ctx, "adapter.reserve", "txid", txid, "account_hash", hash, "amount", amount.Value, "reservation_ref", ref)
 	return ref, "", nil
 }
 
@@ -267,6 +284,9 @@ func (a *Adapter) ExecuteDebit(ctx context.Context, req bankapi.ExecuteDebitRequ
 		if err != nil {
 			return bankapi.ExecuteResponse{}, err
 		}
+		if err := a.checkCurrency(s, req.Amount.Currency); err != nil {
+			return bankapi.ExecuteResponse{}, err
+		}
 		if s.Status == AccountFrozen {
 			return bankapi.ExecuteResponse{}, domainerr.New("ACCOUNT_FROZEN", "payer account is frozen", map[string]any{"account_hash": hash})
 		}
@@ -311,6 +331,9 @@ func (a *Adapter) ExecuteCredit(ctx context.Context, req bankapi.ExecuteCreditRe
 			custody = &bankapi.CustodyDetail{IsCustody: true, ReasonCode: "ACCOUNT_CLOSED"}
 		}
 		if err != nil {
+			return bankapi.ExecuteResponse{}, err
+		}
+		if err := a.checkCurrency(s, req.Amount.Currency); err != nil {
 			return bankapi.ExecuteResponse{}, err
 		}
 		ref, err := a.queueLanePosting(ctx, tx, s, req.Lane, req.TxID, req.RequestIDValue, "", outbox.Credit, 1, req.Amount.Value, "")
@@ -378,7 +401,7 @@ func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRe
 		}
 		legTx := LegTxID(req.GTID, req.LegID)
 		if req.Role == bankapi.RolePayer {
-			_, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, legTx, req.AccountHash, req.Amount.Value, "LEG-"+legTx)
+			_, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, legTx, req.AccountHash, req.Amount, "LEG-"+legTx)
 			if store.IsUniqueViolation(err) {
 				return bankapi.CheckResponse{}, domainerr.New("STATE_GUARD", "this leg already holds a reservation",
 					map[string]any{"gtid": req.GTID, "leg_id": req.LegID})
@@ -394,6 +417,15 @@ func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRe
 		v, err := a.verifyTx(ctx, tx, req.AccountHash, "")
 		if err != nil {
 			return bankapi.CheckResponse{}, err
+		}
+		if v.Result == bankapi.ResultMatched {
+			s, err := readShadow(ctx, tx, req.AccountHash)
+			if err != nil {
+				return bankapi.CheckResponse{}, err
+			}
+			if err := a.checkCurrency(s, req.Amount.Currency); err != nil {
+				return bankapi.CheckResponse{}, err
+			}
 		}
 		if v.Result != bankapi.ResultMatched {
 			return bankapi.CheckResponse{Result: bankapi.ResultNG, ReasonCode: bankapi.ReasonAccountNotFound}, nil

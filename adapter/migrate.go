@@ -36,6 +36,9 @@ func OpenDB(ctx context.Context, path string) (*store.DB, error) {
 // this version (and PostgreSQL, whose adapter schema is created from the
 // current text) needs nothing.
 func Migrate(ctx context.Context, db *store.DB) error {
+	if err := addAccountCurrency(ctx, db); err != nil {
+		return err
+	}
 	if db.Postgres() {
 		return nil
 	}
@@ -103,4 +106,27 @@ func schemaStatement(prefix string) string {
 	}
 	s := adapterSchema[i:]
 	return s[:strings.Index(s, ";")+1]
+}
+
+// addAccountCurrency adds AdapterAccounts.currency (foreign-currency
+// accounts, docs/fx.md) to a database made before it, on SQLite and
+// PostgreSQL alike. Existing rows keep NULL: the adapter's own currency,
+// which is what they were.
+func addAccountCurrency(ctx context.Context, db *store.DB) error {
+	var has bool
+	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
+		has, err = store.ColumnExists(ctx, tx, "AdapterAccounts", "currency")
+		return err
+	}); err != nil || has {
+		return err
+	}
+	return db.Write(ctx, func(tx *store.Tx) error {
+		if has, err := store.ColumnExists(ctx, tx, "AdapterAccounts", "currency"); err != nil || has {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterAccounts ADD COLUMN currency TEXT`); err != nil {
+			return fmt.Errorf("adapter: migrate: add AdapterAccounts.currency: %w", err)
+		}
+		return nil
+	})
 }

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS AdapterAccounts (
   core_account    TEXT NOT NULL UNIQUE,
   holder_name     TEXT NOT NULL,
   status          TEXT NOT NULL CHECK (status IN ('ACTIVE','FROZEN')),
+  currency        TEXT,            -- ISO 4217 of the account; NULL = the adapter's Config.Currency
   opening_balance INTEGER NOT NULL,
   adjustment      INTEGER NOT NULL DEFAULT 0,
   created_at      TEXT NOT NULL,

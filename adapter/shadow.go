@@ -23,6 +23,9 @@ type Account struct {
 	CoreAccount string // the core's account number
 	HolderName  string
 	Status      string // ACTIVE (default) or FROZEN
+	// Currency is the account's ISO 4217 currency: "" means the adapter's
+	// Config.Currency. It must be that or one of Config.Currencies.
+	Currency string
 }
 
 // Shadow is the adapter's view of one account (spec 001 ch. 18 shadow
@@ -50,6 +53,14 @@ type Shadow struct {
 	Projected int64
 }
 
+// nullable stores "" as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 func accountNotFound(hash string) error {
 	return domainerr.New("ACCOUNT_NOT_FOUND", "no account with this account_hash at this bank",
 		map[string]any{"account_hash": hash})
@@ -73,11 +84,16 @@ func (a *Adapter) OpenAccount(ctx context.Context, acct Account, openingBalance 
 	if openingBalance < 0 {
 		return domainerr.New("INVALID_AMOUNT", "opening balance cannot be negative", map[string]any{"opening_balance": openingBalance})
 	}
+	if acct.Currency != "" && !a.accepted[acct.Currency] {
+		return domainerr.New("INVALID_CURRENCY", "the bank keeps no account in "+acct.Currency,
+			map[string]any{"field": "currency", "currency": acct.Currency, "account_hash": acct.Hash})
+	}
 	return a.db.Write(ctx, func(tx *store.Tx) error {
 		now := a.now()
 		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAccounts
-			(account_hash, core_account, holder_name, status, opening_balance, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, acct.Hash, acct.CoreAccount, acct.HolderName, acct.Status, openingBalance, now, now)
+			(account_hash, core_account, holder_name, status, opening_balance, currency, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, acct.Hash, acct.CoreAccount, acct.HolderName, acct.Status, openingBalance,
+			nullable(acct.Currency), now, now)
 		if store.IsUniqueViolation(err) {
 			return domainerr.New("STATE_GUARD", "account already registered", map[string]any{"account_hash": acct.Hash, "core_account": acct.CoreAccount})
 		}
@@ -223,11 +239,11 @@ func queryStrings(ctx context.Context, tx *store.Tx, q string, args ...any) ([]s
 func readShadow(ctx context.Context, tx *store.Tx, hash string) (Shadow, error) {
 	var s Shadow
 	var opening, adj, applied int64
-	err := tx.QueryRowContext(ctx, `SELECT a.account_hash, a.core_account, a.holder_name, a.status, a.opening_balance, a.adjustment,
+	err := tx.QueryRowContext(ctx, `SELECT a.account_hash, a.core_account, a.holder_name, a.status, COALESCE(a.currency, ''), a.opening_balance, a.adjustment,
 		COALESCE(t.applied, 0), COALESCE(t.pending_debits, 0), COALESCE(t.pending_credits, 0), COALESCE(t.unsettled, 0),
 		(SELECT COALESCE(SUM(h.amount), 0) FROM AdapterHolds h WHERE h.account_hash = a.account_hash AND h.status = 'HELD')
 		FROM AdapterAccounts a LEFT JOIN AdapterShadowTotals t ON t.account_hash = a.account_hash WHERE a.account_hash = ?`, hash).
-		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &opening, &adj, &applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled, &s.Holds)
+		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &s.Currency, &opening, &adj, &applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled, &s.Holds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, accountNotFound(hash)
 	}

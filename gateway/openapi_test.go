@@ -45,6 +45,7 @@ func loadOpenAPI(t *testing.T, b []byte) *openapi3.T {
 func fullConfig(c *Config) {
 	c.Jobs = http.NotFoundHandler()
 	c.DNS = dns.New(c.DB, finality.New(c.Clock), openGate{}, c.Clock, nil).Handler()
+	c.FX = newFXService(c)
 }
 
 // openGate is a writable gate that lets every write through.

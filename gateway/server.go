@@ -15,6 +15,7 @@ import (
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/fx"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -66,6 +67,8 @@ type Config struct {
 	// through /api (ZC_ALLOW_UNAUTHENTICATED_UI, spec 002 §12.6.5): off by
 	// default, and every such request is logged as a warning.
 	AllowUnauthenticatedUI bool
+	// FX serves the /api/fx routes (spec 001 §17.2); nil: not mounted.
+	FX *fx.FX
 	// Adapters are the banks' adapters by bank id: POST
 	// /api/cases/{case_id}/resolve with "drift" settles a RECON_DRIFT
 	// Case's drift through the Case's bank's adapter.

@@ -54,7 +54,7 @@ func (d *day) checkBalances() error {
 		if d.oob[a.Key] != 0 {
 			extra = fmt.Sprintf(" (+ out-of-band %s)", yen(d.oob[a.Key]))
 		}
-		d.printf("  %-14s core %12s  moved %12s  expected %12s%s  %s\n", a.Key, yen(bal.Balance), yen(moved), yen(want[a.Key]), extra, mark)
+		d.printf("  %-14s core %12s  moved %12s  expected %12s%s  %s\n", a.Key, money(a.Currency, bal.Balance), money(a.Currency, moved), money(a.Currency, want[a.Key]), extra, mark)
 		if moved != want[a.Key] {
 			return violated(InvPayerPayee, "%s at core %s moved %d (net of out-of-band changes), the settled transfers say %d",
 				a.Key, a.Core(), moved, want[a.Key])

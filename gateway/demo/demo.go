@@ -219,6 +219,7 @@ func (d *day) play() error {
 		{"lost reply", d.lostReply},
 		{"DNS intraday cutoff", d.intradayCutoff},
 		{"out-of-band change", d.outOfBand},
+		{"FX conduit", d.fxScene},
 		{"file drop", d.fileDrop},
 		{"BULK window", d.bulkWindow},
 		{"DNS kick and settle", d.dnsClose},
@@ -272,7 +273,7 @@ func (d *day) start() error {
 		d.printf("  bank %s %-32s %s\n", b.ID, b.Name, mode)
 		for _, a := range accounts {
 			if a.Bank == b.ID {
-				d.printf("      %-14s core %s  %-12s opening %s\n", a.Key, a.Core(), a.Name, yen(a.Opening))
+				d.printf("      %-14s core %s  %-12s opening %s\n", a.Key, a.Core(), a.Name, money(a.Currency, a.Opening))
 			}
 		}
 	}

@@ -24,6 +24,7 @@ const (
 	InvIdempotentReplay = "idempotent-replay"       // a replayed POST returned the same transfer
 	InvOvernight        = "overnight-file"          // postings routed to the overnight file were all confirmed by the core's result
 	InvHReleased        = "h-released"              // with every transfer final, no bank has H in use
+	InvFX               = "fx-conduit"              // the claimed FX conduit settled, the refunded one moved nothing, each currency conserved
 )
 
 // InvariantError says which invariant of the demo day failed and how. It

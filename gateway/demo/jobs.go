@@ -143,6 +143,9 @@ func (d *day) checkDNS() error {
 	}
 	boj, zc := map[string]int64{}, map[string]int64{}
 	for _, p := range ps {
+		if p.Currency != "JPY" {
+			continue // the day's DNS cycles net yen; the FX scene's dollars stay at ZC (fx.go checks them)
+		}
 		switch p.Venue {
 		case orchestrator.VenueBOJ:
 			boj[p.BankID] += p.Balance - d.opening[p.BankID+"/"+p.Venue]

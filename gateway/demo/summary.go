@@ -24,6 +24,7 @@ type Summary struct {
 	DNS       []DNSCycle
 	Workbook  string // the reconciliation workbook (absolute path)
 	Drifts    []DriftFound
+	FX        map[string]string // FX scene: gtid -> final FxTransfers status (fx.go)
 
 	Events EventOutbox
 

@@ -21,6 +21,9 @@ type account struct {
 	Name    string // half-width katakana, as the core and the Zengin file carry it
 	Opening int64
 	PSPR    string // a payee reference registered for the account at its bank ("" for none)
+	// Currency is the account's currency, "" for yen (the FX scene's
+	// dollar accounts, fx.go).
+	Currency string
 }
 
 const accountType = 1 // 普通
@@ -57,6 +60,11 @@ var accounts = []account{
 	{Key: "002/KOBAYASHI", Bank: "002", Branch: "001", Number: "0000002", Name: "ｺﾊﾞﾔｼ ﾕｲ", Opening: 1_000_000, PSPR: "PSPR-KOBAYASHI-CAFE"},
 	{Key: "003/MOMIJI", Bank: "003", Branch: "001", Number: "1234567", Name: "ﾓﾐｼﾞ ｼﾖｳｼﾞ", Opening: 50_000_000},
 	{Key: "003/KATO", Bank: "003", Branch: "001", Number: "0000002", Name: "ｶﾄｳ ｹﾝ", Opening: 500_000},
+	// The FX scene (fx.go): Kaede's FX desk holds yen and dollars; Suzuki
+	// keeps a dollar account at Sakura. Dollar amounts are in cents.
+	{Key: "002/FXDESK-JPY", Bank: "002", Branch: "900", Number: "0000001", Name: "ｶｴﾃﾞ ｶﾞｲﾀﾒ", Opening: 0},
+	{Key: "002/FXDESK-USD", Bank: "002", Branch: "900", Number: "0000002", Name: "ｶｴﾃﾞ ｶﾞｲﾀﾒ", Opening: 5_000_000, Currency: "USD"},
+	{Key: "001/SUZUKI-USD", Bank: "001", Branch: "900", Number: "0000002", Name: "ｽｽﾞｷ ｲﾁﾛｳ", Opening: 0, Currency: "USD"},
 }
 
 // unknownAccount is an account number no bank holds (a transfer to it is
@@ -88,9 +96,10 @@ func nodeConfig() node.Config {
 	for _, b := range banks {
 		boj := bojOpening
 		bc := node.BankConfig{BankID: b.ID, Name: b.Name, HLimit: 10_000_000_000_000, RealTime: b.RealTime, BOJOpening: &boj}
+		fxWorld(&bc)
 		for _, a := range accounts {
 			if a.Bank == b.ID {
-				na := node.Account{Hash: a.Hash(), CoreAccount: a.Core(), Name: a.Name, Balance: a.Opening}
+				na := node.Account{Hash: a.Hash(), CoreAccount: a.Core(), Name: a.Name, Balance: a.Opening, Currency: a.Currency}
 				if a.PSPR != "" {
 					na.PSPRRefs = []string{a.PSPR}
 				}

@@ -55,6 +55,9 @@ type Account struct {
 	// directory for this account: an EXPRESS transfer naming one of them
 	// and no payee.account_hash is credited here.
 	PSPRRefs []string `json:"pspr_refs,omitempty"`
+	// Currency is the account's ISO 4217 currency ("" = JPY); anything
+	// else must be in the bank's Currencies (a foreign-currency deposit).
+	Currency string `json:"currency,omitempty"`
 }
 
 // BankConfig is one participant bank served by this node.
@@ -76,6 +79,14 @@ type BankConfig struct {
 	// ZenginNames is the name character set of the bank's Zengin files
 	// (file drop): "strict" (default, ｰ refused) or "long-vowel".
 	ZenginNames string `json:"zengin_names,omitempty"`
+	// Currencies are the further currencies the bank keeps accounts in
+	// (adapter.Config.Currencies).
+	Currencies []string `json:"currencies,omitempty"`
+	// FxProvider makes the bank an FX provider (Participants.is_fx_provider,
+	// coordinator/fx); CurrencyLimits are its H limits in currencies other
+	// than JPY (ParticipantCurrencyLimits): what it may pay out in them.
+	FxProvider     bool             `json:"fx_provider,omitempty"`
+	CurrencyLimits map[string]int64 `json:"currency_limits,omitempty"`
 }
 
 // bojOpening is BOJOpening or its default.

@@ -84,6 +84,14 @@ func (n *Node) registerJobs(ctx context.Context, reg *scheduler.Registry, clk cl
 		{Name: "timeout-sweep", Steps: []scheduler.Step{{Name: "sweep", Run: func(ctx context.Context, _ scheduler.StepContext) (string, error) {
 			r, err := n.Orchestrator.TimeoutSweep(ctx)
 			return fmt.Sprintf("%+v", r), err
+		}}, {Name: "fx", Run: func(ctx context.Context, _ scheduler.StepContext) (string, error) {
+			// FX leg locks past their timelock or over a dead quote are
+			// refunded; settled conduits are finalised (001 §17.4).
+			if n.FX == nil {
+				return "no FX service", nil
+			}
+			r, err := n.FX.Sweep(ctx)
+			return fmt.Sprintf("%+v", r), err
 		}}}},
 		{Name: "outbox-drain", Steps: []scheduler.Step{{Name: "drain", Run: func(ctx context.Context, _ scheduler.StepContext) (string, error) {
 			return n.drainOutboxes(ctx)

@@ -35,12 +35,15 @@ import (
 	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/fx"
+	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
 	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/formats/zengin"
 	"github.com/zcgw/zcgw/gateway"
@@ -118,10 +121,14 @@ type Node struct {
 	DB           *store.DB
 	Orchestrator *orchestrator.Orchestrator
 	Workers      []*orchestrator.Orchestrator
-	Gateway      *gateway.Server
-	Banks        map[string]*Bank
-	Keys         *signing.Registry
-	Client       *bankclient.Client
+	// FX is the FX market and conduit transfers (coordinator/fx): its
+	// decided legs go to Orchestrator's queue, its sweep is a step of the
+	// timeout-sweep job.
+	FX      *fx.FX
+	Gateway *gateway.Server
+	Banks   map[string]*Bank
+	Keys    *signing.Registry
+	Client  *bankclient.Client
 	// Transport is the queue manager node.json's mq block names (mq.go).
 	Transport mq.Transport
 	// NonceDB is the ingress nonce store (store.NoncesDB); zcgw bench
@@ -377,6 +384,10 @@ func (n *Node) openCoordinator(ctx context.Context, opts Options) (func() error,
 		n.Workers = append(n.Workers, o)
 	}
 	n.Orchestrator = n.Workers[0]
+	if n.FX, err = fx.New(fx.Config{DB: n.DB, Lanes: lane.New(n.DB, n.FinalityLog, sysmode.Gate{}, opts.Clock, opts.Logger),
+		Banks: n.Client, Legs: n.Orchestrator, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
 	for _, bc := range n.Config.Banks {
 		if _, err := n.Orchestrator.OpenPosition(ctx, bc.BankID, orchestrator.VenueBOJ, "JPY", bc.bojOpening()); err != nil {
 			return nil, fmt.Errorf("bank %s: open BOJ account: %w", bc.BankID, err)
@@ -433,7 +444,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	c.add(b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
-		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		RealTime: bc.RealTime, Currencies: bc.Currencies, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
 	c.add(b.Adapter.Close)
@@ -452,7 +463,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 			}
 		}
 		if _, err := b.Adapter.Shadow(ctx, a.Hash); err != nil {
-			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name}); err != nil {
+			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name, Currency: a.Currency}); err != nil {
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
 			}
 		}
@@ -470,6 +481,9 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		}
 	} else if err != nil {
 		return nil, err
+	}
+	if err := n.openFX(ctx, bc); err != nil {
+		return nil, fmt.Errorf("bank %s: %w", bc.BankID, err)
 	}
 	if !bc.RealTime {
 		// A batch-window bank takes its BULK and DEFERRED postings as an
@@ -547,8 +561,8 @@ func (n *Node) startGateway(ctx context.Context, opts Options) (func() error, er
 		Jobs:  n.Jobs.Handler(),
 		DNS:   n.DNS.Handler(),
 		Ready: n.readyChecks(n.NonceDB, n.JobLedger.DB()), Collectors: n.collectors(n.JobLedger), CorePostings: corePostings{n}, FinalityLog: n.FinalityLog,
-		Adapters: n.adaptersByBank(),
-		Clock:    opts.Clock, Logger: opts.Logger,
+		Adapters: n.adaptersByBank(), FX: n.FX,
+		Clock: opts.Clock, Logger: opts.Logger,
 	})
 	if err != nil {
 		return nil, err

@@ -31,10 +31,14 @@ func TestDemoDay(t *testing.T) {
 
 	// Transfers: the script's outcomes.
 	// 9 over HTTP (7 settle, one of them to a payee named by pspr_ref; one
-	// payer without funds and one unknown payee are cancelled) and 4 from
-	// the dropped file (3 settle; one exceeds the payer's balance).
-	if sum.Settled != 10 || sum.Cancelled != 3 || len(sum.Transfers) != 13 {
-		t.Errorf("%d transfers: settled %d cancelled %d, want 13: 10 and 3", len(sum.Transfers), sum.Settled, sum.Cancelled)
+	// payer without funds and one unknown payee are cancelled), 4 from
+	// the dropped file (3 settle; one exceeds the payer's balance) and the
+	// two currency legs of the claimed FX conduit (both settle).
+	if sum.Settled != 12 || sum.Cancelled != 3 || len(sum.Transfers) != 15 {
+		t.Errorf("%d transfers: settled %d cancelled %d, want 15: 12 and 3", len(sum.Transfers), sum.Settled, sum.Cancelled)
+	}
+	if sum.FX["FX-DEMO-1"] != "SETTLED" || sum.FX["FX-DEMO-2"] != "REFUNDED" {
+		t.Errorf("FX conduits %v, want FX-DEMO-1 SETTLED and FX-DEMO-2 REFUNDED", sum.FX)
 	}
 	via := map[string]int{}
 	for _, tr := range sum.Transfers {
@@ -43,14 +47,14 @@ func TestDemoDay(t *testing.T) {
 			t.Errorf("%s (%s): %s %s, want %s", tr.TxID, tr.Label, tr.State, tr.Reason, tr.Expect)
 		}
 	}
-	if via[demo.ViaHTTP] != 9 || via[demo.ViaFile] != 4 {
+	if via[demo.ViaHTTP] != 9 || via[demo.ViaFile] != 4 || via[demo.ViaFX] != 2 {
 		t.Errorf("transfers by way in: %v", via)
 	}
 
 	// Balances: every account matches its core; each bank zero-sum;
 	// conservation.
 	b := sum.Balances
-	if !b.OK || b.Accounts != 7 || b.BanksZeroSum != 3 || b.SystemCustomer != 0 {
+	if !b.OK || b.Accounts != 10 || b.BanksZeroSum != 3 || b.SystemCustomer != 0 {
 		t.Errorf("balances %+v", b)
 	}
 	for v, moved := range b.SystemVenues {

@@ -85,6 +85,7 @@ type stackOptions struct {
 	cfg          func(*orchestrator.Config)
 	realTime     map[string]bool             // per bank; default true
 	batchWindows map[string][]adapter.Window // per bank adapter batch windows (JST)
+	currencies   map[string][]string         // per bank foreign currencies (adapter.Config.Currencies)
 }
 
 func newStack(t testing.TB, opt stackOptions, bankIDs ...string) *stack {
@@ -108,12 +109,12 @@ func newStack(t testing.TB, opt stackOptions, bankIDs ...string) *stack {
 		if v, ok := opt.realTime[id]; ok {
 			rt = v
 		}
-		s.addBank(id, rt, opt.batchWindows[id])
+		s.addBank(id, rt, opt.batchWindows[id], opt.currencies[id]...)
 	}
 	return s
 }
 
-func (s *stack) addBank(id string, realTime bool, batch []adapter.Window) *bank {
+func (s *stack) addBank(id string, realTime bool, batch []adapter.Window, currencies ...string) *bank {
 	t := s.t
 	t.Helper()
 	b := &bank{s: s, id: id, acct: map[string]string{}}
@@ -146,7 +147,7 @@ func (s *stack) addBank(id string, realTime bool, batch []adapter.Window) *bank 
 	t.Cleanup(func() { b.link.Close() })
 	if b.a, err = adapter.Open(s.ctx, adapter.Config{BankID: id, DBPath: filepath.Join(s.dir, "adapter-"+id+".db"),
 		Core: b.link, Inquiry: inquiry{b.link}, Cases: adapter.CoordinatorCases{DB: s.zc, Cases: cases.New(s.clk, nil, 0)},
-		RealTime: realTime, BatchWindows: batch, InquiryTimeout: 2 * time.Second, Clock: s.clk}); err != nil {
+		RealTime: realTime, BatchWindows: batch, Currencies: currencies, InquiryTimeout: 2 * time.Second, Clock: s.clk}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.a.Close() })
