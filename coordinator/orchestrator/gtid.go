@@ -262,7 +262,10 @@ func (o *Orchestrator) registerGtidTx(ctx context.Context, tx *store.Tx, req Gti
 	n := lane.NewGtid{GTID: gtid, InitiatorBankID: issuer, ExpiresAt: expires,
 		Payload: map[string]any{"initiator_bank_id": issuer, "leg_count": len(req.Legs), "expires_at": expires}}
 	for _, g := range req.Legs {
-		n.Legs = append(n.Legs, lane.NewLeg{LegID: g.LegID, Role: lane.LegRole(g.Role), BankID: g.BankID, AccountHash: g.AccountHash,
+		// GtidLegs.leg_id is unique across GTIDs: the registered leg_id
+		// is normalised to "{gtid}.{leg_id}" (bankapi.LegTxID) and kept
+		// in origin_leg_id (003).
+		n.Legs = append(n.Legs, lane.NewLeg{LegID: bankapi.LegTxID(gtid, g.LegID), OriginLegID: g.LegID, Role: lane.LegRole(g.Role), BankID: g.BankID, AccountHash: g.AccountHash,
 			AmountValue: g.Amount.Value, Currency: g.Amount.Currency, ExpiresAt: expires})
 	}
 	ins, err := o.lanes.InsertGtidInTx(ctx, tx, n)
@@ -333,7 +336,7 @@ func (o *Orchestrator) Gtid(ctx context.Context, gtid string) (GtidView, error) 
 		v = GtidView{GTID: g.gtid, State: string(g.state), ReasonCode: g.reason, InitiatorBankID: g.initiator, TotalAmount: g.total,
 			LegCount: len(legs), ExpiresAt: g.expiresAt, Version: g.version, CreatedAt: g.createdAt, UpdatedAt: g.updatedAt}
 		for _, l := range legs {
-			lv := GtidLegView{LegID: l.LegID, Role: string(l.Role), BankID: l.BankID, Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
+			lv := GtidLegView{LegID: originLegID(l), Role: string(l.Role), BankID: l.BankID, Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
 				State: string(l.State), TxID: l.TxID}
 			var ans legAnswer
 			if l.BankProofRef != "" && json.Unmarshal([]byte(l.BankProofRef), &ans) == nil {
@@ -417,4 +420,13 @@ func readGtidTx(ctx context.Context, tx *store.Tx, gtid string) (gtidRow, []lane
 	}
 	legs, err := lane.LegsInTx(ctx, tx, gtid)
 	return g, legs, err
+}
+
+// originLegID is the leg_id the participant registered (GtidLegs stores
+// "{gtid}.{leg_id}" with the registered one in origin_leg_id).
+func originLegID(l lane.Leg) string {
+	if l.OriginLegID != "" {
+		return l.OriginLegID
+	}
+	return l.LegID
 }

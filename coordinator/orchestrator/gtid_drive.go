@@ -74,12 +74,16 @@ func (o *Orchestrator) driveGtid(ctx context.Context, gtid string) error {
 // gtidReady asks the legs not answered yet, then cancels (an NG) or
 // decides (all READY).
 func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg) (bool, error) {
+	if g.expired(o.clk.Now()) {
+		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonGtidTimeout, map[string]any{"expires_at": g.expiresAt})
+	}
 	var notReady []string
+	var retry error
 	ready := 0
 	for _, l := range legs {
 		switch l.State {
 		case lane.LegNotReady:
-			notReady = append(notReady, l.LegID)
+			notReady = append(notReady, originLegID(l))
 			continue
 		case lane.LegReady:
 			ready++
@@ -89,11 +93,13 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 			continue
 		}
 		var resp bankapi.CheckResponse
-		err := o.send(ctx, l.BankID, g.gtid, &bankapi.LegReadyCheckRequest{RequestIDValue: legRequestID(g.gtid, l.LegID, bankapi.LegReadyCheck),
-			GTID: g.gtid, LegID: l.LegID, Role: string(l.Role), Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
+		id := originLegID(l)
+		err := o.send(ctx, l.BankID, g.gtid, &bankapi.LegReadyCheckRequest{RequestIDValue: legRequestID(g.gtid, id, bankapi.LegReadyCheck),
+			GTID: g.gtid, LegID: id, Role: string(l.Role), Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
 			AccountHash: l.AccountHash}, &resp)
 		if err != nil && domainerr.ShouldRetry(err) {
-			return true, err // retried by the queue; the sweep cancels at expires_at
+			retry = err // asked again by the queue's retry; the sweep cancels at expires_at
+			continue
 		}
 		ans := legAnswer{Result: resp.Result, ReasonCode: resp.ReasonCode, BankID: l.BankID, AnsweredAt: clock.Stamp(o.clk.Now())}
 		if err != nil { // refused by the bank: the leg cannot be ready
@@ -111,13 +117,13 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 		if err != nil {
 			return true, err
 		}
-		o.log.InfoContext(ctx, "orchestrator.gtid_leg_checked", "gtid", g.gtid, "leg_id", l.LegID, "bank_id", l.BankID,
+		o.log.InfoContext(ctx, "orchestrator.gtid_leg_checked", "gtid", g.gtid, "leg_id", id, "bank_id", l.BankID,
 			"result", ans.Result, "reason_code", ans.ReasonCode, "applied", res.Applied)
 		if !res.Applied {
 			return false, nil // the GTID moved meanwhile (cancelled by the sweep): reload
 		}
 		if to == lane.LegNotReady {
-			notReady = append(notReady, l.LegID)
+			notReady = append(notReady, id)
 			break // one NG decides: no need to ask the rest
 		}
 		ready++
@@ -125,10 +131,16 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 	if len(notReady) > 0 {
 		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonLegNotReady, map[string]any{"not_ready_leg_ids": notReady})
 	}
+	if retry != nil {
+		return true, retry
+	}
 	if ready < len(legs) {
 		return false, nil
 	}
 	err := o.decideGtid(ctx, g, legs)
+	if err == errGtidExpired {
+		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonGtidTimeout, map[string]any{"expires_at": g.expiresAt})
+	}
 	if domainerr.Has(err, "H_LIMIT_EXCEEDED") {
 		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonHLimitExceeded, map[string]any{"cause_reason_code": "H_LIMIT_EXCEEDED"})
 	}
@@ -146,7 +158,7 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Leg) error {
 	reqs := make([]GtidLegRequest, len(legs))
 	for i, l := range legs {
-		reqs[i] = GtidLegRequest{LegID: l.LegID, Role: string(l.Role), BankID: l.BankID, AccountHash: l.AccountHash,
+		reqs[i] = GtidLegRequest{LegID: originLegID(l), Role: string(l.Role), BankID: l.BankID, AccountHash: l.AccountHash,
 			Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency}}
 	}
 	pairs, err := pairLegs(reqs)
@@ -157,6 +169,9 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 	decided := false
 	err = o.commit(ctx, func(tx *store.Tx) error {
 		txids, decided = txids[:0], false
+		if g.expired(o.clk.Now()) {
+			return errGtidExpired // decided only before expires_at
+		}
 		from := g.state
 		if from == lane.GtReceived {
 			res, err := o.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: g.gtid, From: lane.GtReceived, To: lane.GtPrechecked,
@@ -195,7 +210,8 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 			hResID := BatchReservationID(txid)
 			bankRes := bankapi.LegReservationRef(g.gtid, p.payer.LegID)
 			dp := decisionProofRef(txid)
-			if _, err := o.lanes.MaterialiseLegTxInTx(ctx, tx, lane.LegTx{GTID: g.gtid, LegIDs: []string{p.payer.LegID, p.payee.LegID},
+			if _, err := o.lanes.MaterialiseLegTxInTx(ctx, tx, lane.LegTx{GTID: g.gtid,
+				LegIDs: []string{bankapi.LegTxID(g.gtid, p.payer.LegID), bankapi.LegTxID(g.gtid, p.payee.LegID)},
 				Tx: lane.NewTx{TxID: txid, AmountValue: p.payer.Amount.Value, Currency: p.payer.Amount.Currency,
 					PayerBankID: p.payer.BankID, PayerAccountHash: p.payer.AccountHash, PayeeBankID: p.payee.BankID,
 					PayeeAccountHash: p.payee.AccountHash, IdempotencyKey: legRequestID(g.gtid, p.payer.LegID, "DecidedToSettle"),
@@ -234,6 +250,15 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 		o.log.InfoContext(ctx, "orchestrator.gtid_decided", "gtid", g.gtid, "txids", txids)
 	}
 	return err
+}
+
+// errGtidExpired rolls back a decision reached at or after expires_at.
+const errGtidExpired = sentinel("GTID expired before its decision")
+
+// expired reports whether the GTID's expires_at has passed at now.
+func (g gtidRow) expired(now time.Time) bool {
+	t, err := clock.ParseStamp(g.expiresAt)
+	return err == nil && !now.Before(t)
 }
 
 // cancelGtid is the GT-level cancel, one commit: from -> GT_DECIDED_CANCEL
@@ -293,8 +318,9 @@ func (o *Orchestrator) gtidRelease(ctx context.Context, g gtidRow, legs []lane.L
 			continue
 		}
 		var resp bankapi.ReleaseReserveResponse
-		err := o.send(ctx, l.BankID, g.gtid, &bankapi.ReleaseReserveRequest{RequestIDValue: legRequestID(g.gtid, l.LegID, bankapi.ReleaseReserve),
-			TxID: bankapi.LegTxID(g.gtid, l.LegID), ReservationRef: bankapi.LegReservationRef(g.gtid, l.LegID)}, &resp)
+		id := originLegID(l)
+		err := o.send(ctx, l.BankID, g.gtid, &bankapi.ReleaseReserveRequest{RequestIDValue: legRequestID(g.gtid, id, bankapi.ReleaseReserve),
+			TxID: bankapi.LegTxID(g.gtid, id), ReservationRef: bankapi.LegReservationRef(g.gtid, id)}, &resp)
 		switch {
 		case err == nil:
 			released = append(released, resp.ReservationRef)
