@@ -408,8 +408,9 @@ func (o *Orchestrator) driveRtp(ctx context.Context, id string) error {
 // total, RECEIVED with PaymentInitiated, its DRIVE item) in lane RTP with
 // client_ref = rtp_id, and ACCEPTED -> TX_CREATED with linked_txid. Any
 // refusal of the transfer (DAILY_LIMIT_EXCEEDED, ...) rolls all of it
-// back: the request stays NOTIFIED. Accepting again once the transfer
-// exists answers the request as it is (Replayed).
+// back: the request stays NOTIFIED. Answering a request that is not
+// NOTIFIED (accepted or declined already, expired) is INVALID_STATE with
+// nothing written; the request as it is comes back with it.
 func (o *Orchestrator) AcceptRtp(ctx context.Context, id string, req RtpAccept, issuerBankID string) (RtpView, error) {
 	if strings.TrimSpace(req.PayerAccountHash) == "" {
 		return RtpView{}, missingField("payer_account_hash")
@@ -431,7 +432,9 @@ func (o *Orchestrator) AcceptRtp(ctx context.Context, id string, req RtpAccept, 
 		if err != nil {
 			return err
 		}
-		res, err := o.acceptTx(ctx, tx, pi, id+".accept", issuerBankID, body, &submitEnv{lane: LaneRtp})
+		// '#' is outside the client key charset (ident.Key): no POST
+		// /api/transfers key can take the transfer's idempotency_key.
+		res, err := o.acceptTx(ctx, tx, pi, "RTP#"+id+"#accept", issuerBankID, body, &submitEnv{lane: LaneRtp})
 		if err != nil {
 			return err
 		}
