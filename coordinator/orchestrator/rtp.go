@@ -123,12 +123,14 @@ type rtpRow struct {
 	attempts, max                                                 int
 }
 
+// readRtpTx reads a request (in a read or a write transaction: every
+// move is a CAS on state, so nothing is locked).
 func readRtpTx(ctx context.Context, tx *store.Tx, id string) (rtpRow, error) {
 	var r rtpRow
 	var state string
 	err := tx.QueryRowContext(ctx, `SELECT rtp_id, payee_bank_id, payer_bank_id, COALESCE(payee_account_hash, ''), COALESCE(payee_name, ''),
 		COALESCE(description, ''), expires_at, COALESCE(linked_txid, ''), state, amount_value, attempt_count, max_attempts
-		FROM RtpRequests WHERE rtp_id = ?`+tx.ForUpdate(), id).Scan(&r.id, &r.payee, &r.payer, &r.payeeAcct, &r.payeeName, &r.desc,
+		FROM RtpRequests WHERE rtp_id = ?`, id).Scan(&r.id, &r.payee, &r.payer, &r.payeeAcct, &r.payeeName, &r.desc,
 		&r.expires, &r.linked, &state, &r.amount, &r.attempts, &r.max)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, domainerr.New("RTP_NOT_FOUND", "RTP request not found", map[string]any{"rtp_id": id})
