@@ -78,6 +78,7 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonGtidTimeout, map[string]any{"expires_at": g.expiresAt})
 	}
 	var notReady []string
+	var answers []lane.LegTransition
 	var retry error
 	ready := 0
 	for _, l := range legs {
@@ -91,6 +92,9 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 		case lane.LegPending:
 		default:
 			continue
+		}
+		if len(notReady) > 0 {
+			break // one NG decides: no need to ask the rest
 		}
 		var resp bankapi.CheckResponse
 		id := originLegID(l)
@@ -113,23 +117,51 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 		if err != nil {
 			return true, err
 		}
-		res, err := o.lanes.TransitionLeg(ctx, lane.LegTransition{LegID: l.LegID, GTID: g.gtid, From: lane.LegPending, To: to, BankProofRef: string(proof)})
-		if err != nil {
-			return true, err
-		}
 		o.log.InfoContext(ctx, "orchestrator.gtid_leg_checked", "gtid", g.gtid, "leg_id", id, "bank_id", l.BankID,
-			"result", ans.Result, "reason_code", ans.ReasonCode, "applied", res.Applied)
-		if !res.Applied {
-			return false, nil // the GTID moved meanwhile (cancelled by the sweep): reload
-		}
+			"result", ans.Result, "reason_code", ans.ReasonCode)
+		answers = append(answers, lane.LegTransition{LegID: l.LegID, GTID: g.gtid, From: lane.LegPending, To: to, BankProofRef: string(proof)})
 		if to == lane.LegNotReady {
 			notReady = append(notReady, id)
-			break // one NG decides: no need to ask the rest
+		} else {
+			ready++
 		}
-		ready++
 	}
-	if len(notReady) > 0 {
-		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonLegNotReady, map[string]any{"not_ready_leg_ids": notReady})
+	// The answers in one commit, with the cancel when one is NG. A leg no
+	// longer PENDING (the GTID was cancelled meanwhile) rolls it back: reload.
+	if len(answers) > 0 || len(notReady) > 0 {
+		cancelled, applied := false, false
+		if err := o.commit(ctx, func(tx *store.Tx) error {
+			applied = false
+			for _, a := range answers {
+				res, err := o.lanes.TransitionLegInTx(ctx, tx, a)
+				if err != nil {
+					return err
+				}
+				if !res.Applied {
+					return errConflict
+				}
+			}
+			if len(notReady) > 0 {
+				var err error
+				cancelled, err = o.cancelGtidInTx(ctx, tx, g.gtid, g.state, ReasonLegNotReady, map[string]any{"not_ready_leg_ids": notReady})
+				if err != nil {
+					return err
+				}
+				if !cancelled {
+					return errConflict
+				}
+			}
+			applied = true
+			return nil
+		}); err != nil {
+			return true, err
+		}
+		if cancelled {
+			o.log.InfoContext(ctx, "orchestrator.gtid_cancel_decided", "gtid", g.gtid, "reason_code", ReasonLegNotReady)
+		}
+		if !applied || len(notReady) > 0 {
+			return false, nil // reload: cancelled now, or moved meanwhile
+		}
 	}
 	if retry != nil {
 		return true, retry
