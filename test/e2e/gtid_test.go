@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -224,6 +225,23 @@ func TestGtidLegNotReadyCancelsAll(t *testing.T) {
 	v = s.wantCancelled("001-G3", orchestrator.ReasonLegNotReady, before)
 	for _, l := range v.Legs {
 		if l.LegID == "E1" && l.ReadyReason != bankapi.ReasonAccountNotFound {
+			t.Fatalf("E1 %+v", l)
+		}
+	}
+
+	// A frozen payee account cannot take the credit: NG ACCOUNT_FROZEN.
+	if err := s.bank["003"].a.SetAccountStatus(s.ctx, "h:c", adapter.AccountFrozen); err != nil {
+		t.Fatal(err)
+	}
+	req = orchestrator.GtidRegister{GTID: "001-G6", Legs: []orchestrator.GtidLegRequest{
+		leg("P1", bankapi.RolePayer, "001", "h:a", 1_000), leg("E1", bankapi.RolePayee, "003", "h:c", 1_000)}}
+	if _, err := s.o.RegisterGtid(s.ctx, req, "g6", "001"); err != nil {
+		t.Fatal(err)
+	}
+	s.run()
+	v = s.wantCancelled("001-G6", orchestrator.ReasonLegNotReady, before)
+	for _, l := range v.Legs {
+		if l.LegID == "E1" && l.ReadyReason != bankapi.ReasonAccountFrozen {
 			t.Fatalf("E1 %+v", l)
 		}
 	}

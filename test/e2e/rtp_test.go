@@ -153,6 +153,28 @@ func TestRtpNotifyAttemptsExhausted(t *testing.T) {
 	}
 }
 
+// The payer's bank cannot be reached before the request expires: the
+// sweep expires it from CREATED, and nothing is notified afterwards.
+func TestRtpExpiresUndelivered(t *testing.T) {
+	s := rtpStack(t)
+	s.banks.SetDown("001", true, bankapi.RTPNotify)
+	s.requestRtp("RTP-002-U", 1_000, time.Minute)
+	s.run() // attempt 1 fails; the retry waits for its backoff
+	s.clk.Advance(time.Minute)
+	if res, err := s.o.TimeoutSweep(s.ctx); err != nil || res.RtpExpired != 1 {
+		t.Fatalf("sweep %+v %v", res, err)
+	}
+	s.banks.SetDown("001", false)
+	s.run()
+	v := s.wantRtp("RTP-002-U", "EXPIRED", orchestrator.ReasonRtpTimeout, finality.RtpRequested, finality.RtpExpired)
+	if v.AttemptCount != 1 {
+		t.Fatalf("attempts %d", v.AttemptCount)
+	}
+	if ns := s.rtpNotices("001"); len(ns) != 0 {
+		t.Fatalf("an expired request was notified: %+v", ns)
+	}
+}
+
 // The payer accepts but its bank refuses the funds: the transfer is
 // cancelled on its lane and the sweep fails the request with it.
 func TestRtpTransferRefusedFailsRequest(t *testing.T) {
