@@ -389,8 +389,9 @@ func (a *Adapter) ReleaseReserve(ctx context.Context, req bankapi.ReleaseReserve
 }
 
 // LegReadyCheck delegates: the PAYER leg is reserve-funds (a hold under
-// txid "{gtid}:{leg_id}", reservation_ref "LEG-{gtid}:{leg_id}"), the
-// PAYEE leg is account-verify without a name (spec 001 §18.3 #9).
+// txid bankapi.LegTxID, reservation_ref bankapi.LegReservationRef: the
+// leg's transfer consumes it at execute-debit), the PAYEE leg is
+// account-verify without a name (spec 001 §18.3 #9).
 func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRequest) (bankapi.CheckResponse, error) {
 	if err := a.validate(&req, req.Amount); err != nil {
 		return bankapi.CheckResponse{}, err
@@ -399,9 +400,9 @@ func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRe
 		if err := a.requireBank(ctx, tx); err != nil {
 			return bankapi.CheckResponse{}, err
 		}
-		legTx := LegTxID(req.GTID, req.LegID)
 		if req.Role == bankapi.RolePayer {
-			_, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, legTx, req.AccountHash, req.Amount, "LEG-"+legTx)
+			_, reason, err := a.reserveTx(ctx, tx, req.RequestIDValue, bankapi.LegTxID(req.GTID, req.LegID), req.AccountHash,
+				req.Amount, bankapi.LegReservationRef(req.GTID, req.LegID))
 			if store.IsUniqueViolation(err) {
 				return bankapi.CheckResponse{}, domainerr.New("STATE_GUARD", "this leg already holds a reservation",
 					map[string]any{"gtid": req.GTID, "leg_id": req.LegID})
@@ -418,25 +419,22 @@ func (a *Adapter) LegReadyCheck(ctx context.Context, req bankapi.LegReadyCheckRe
 		if err != nil {
 			return bankapi.CheckResponse{}, err
 		}
-		if v.Result == bankapi.ResultMatched {
-			s, err := readShadow(ctx, tx, req.AccountHash)
-			if err != nil {
-				return bankapi.CheckResponse{}, err
-			}
-			if err := a.checkCurrency(s, req.Amount.Currency); err != nil {
-				return bankapi.CheckResponse{}, err
-			}
-		}
-		if v.Result != bankapi.ResultMatched {
+		switch {
+		case v.Result != bankapi.ResultMatched:
 			return bankapi.CheckResponse{Result: bankapi.ResultNG, ReasonCode: bankapi.ReasonAccountNotFound}, nil
+		case v.FraudWarning: // a frozen account cannot take the credit
+			return bankapi.CheckResponse{Result: bankapi.ResultNG, ReasonCode: bankapi.ReasonAccountFrozen}, nil
+		}
+		s, err := readShadow(ctx, tx, req.AccountHash)
+		if err != nil {
+			return bankapi.CheckResponse{}, err
+		}
+		if err := a.checkCurrency(s, req.Amount.Currency); err != nil {
+			return bankapi.CheckResponse{}, err
 		}
 		return bankapi.CheckResponse{Result: bankapi.ResultOK}, nil
 	})
 }
-
-// LegTxID is the txid under which a GTID payer leg's hold is kept; its
-// reservation_ref is "LEG-" + LegTxID.
-func LegTxID(gtid, legID string) string { return gtid + ":" + legID }
 
 // AuthorityCheck screens a transfer against the bank's local AML/sanctions
 // list (AdapterScreening): the txid, the vault_ref, and every account the

@@ -250,6 +250,7 @@ func (s *Server) routeTable() []route {
 	}
 	t = append(t, s.refundRoutes()...)
 	t = append(t, s.fxRoutes()...)
+	t = append(t, s.gtidRtpRoutes()...)
 	return append(t,
 		route{pattern: "/internal/", handler: s.cron(s.notFound), fallback: true},
 		route{pattern: "/", handler: s.notFound, fallback: true})

@@ -160,6 +160,17 @@ const (
 	RolePayee = "PAYEE"
 )
 
+// LegTxID is the txid of a GTID PAYER leg: the payer bank keeps the hold
+// its leg-ready-check places under this txid, and the coordinator
+// materialises the leg's transfer under the same txid, so the transfer's
+// execute-debit consumes that hold. It is "{gtid}.{leg_id}" (a valid txid
+// when both are Token identifiers and it fits 32 bytes; the coordinator
+// refuses a GTID whose leg ids make it longer).
+func LegTxID(gtid, legID string) string { return gtid + "." + legID }
+
+// LegReservationRef is the reservation_ref of a GTID PAYER leg's hold.
+func LegReservationRef(gtid, legID string) string { return "LEG-" + LegTxID(gtid, legID) }
+
 // LegReadyCheckRequest asks whether a GTID leg is ready.
 type LegReadyCheckRequest struct {
 	RequestIDValue string `json:"request_id"`

@@ -82,6 +82,15 @@ const (
 	// ParameterChanged: an operator changed a PR-* parameter (spec 002
 	// §12.7: evidence_ref; GLOBAL chain, coordinator/params).
 	ParameterChanged EventType = "ParameterChanged"
+	// The RTP request lifecycle after RtpRequested (CREATED), on the
+	// request's own chain (docs/gtid-rtp.md).
+	RtpNotified  EventType = "RtpNotified"  // CREATED -> NOTIFIED: rtp-notify delivered to the payer bank
+	RtpAccepted  EventType = "RtpAccepted"  // NOTIFIED -> ACCEPTED: the payer accepted
+	RtpTxCreated EventType = "RtpTxCreated" // ACCEPTED -> TX_CREATED: the linked transfer exists
+	RtpCompleted EventType = "RtpCompleted" // TX_CREATED -> COMPLETED: the linked transfer settled
+	RtpDeclined  EventType = "RtpDeclined"  // NOTIFIED -> DECLINED
+	RtpExpired   EventType = "RtpExpired"   // CREATED/NOTIFIED -> EXPIRED at expires_at
+	RtpFailed    EventType = "RtpFailed"    // -> FAILED: rtp-notify undelivered, or the linked transfer did not settle
 )
 
 var declared = map[EventType]bool{}
@@ -106,6 +115,7 @@ func init() {
 		ReversalCompleted, DnsCycleCancelled,
 		CorePostingApplied, CorePostingBlocked,
 		ParameterChanged,
+		RtpNotified, RtpAccepted, RtpTxCreated, RtpCompleted, RtpDeclined, RtpExpired, RtpFailed,
 	} {
 		declared[e] = true
 	}

@@ -307,3 +307,45 @@ func TestMaterialiseLegTxRace(t *testing.T) {
 	}
 	e.verify(t)
 }
+
+// N goroutines race the GT-level decision against the cancel from
+// GT_PRECHECKED: exactly one applies and the chain holds exactly its entry.
+func TestGtidDecisionVersusCancelRace(t *testing.T) {
+	ctx := context.Background()
+	for round := 0; round < 8; round++ {
+		e := newEnv(t)
+		if _, err := e.lanes.InsertGtidWithLog(ctx, newGtid("GT-R")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.lanes.TransitionGtidWithLog(ctx, GtidTransition{GTID: "GT-R", From: GtReceived, To: GtPrechecked, EventType: finality.GtidPrechecked}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var won atomic.Int32
+		for i := 0; i < racers; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				tr := GtidTransition{GTID: "GT-R", From: GtPrechecked, To: GtDecidedToSettle, EventType: finality.GtidDecided}
+				if i%2 == 1 {
+					tr.To, tr.EventType = GtDecidedCancel, finality.GtidDecidedCancel
+				}
+				res, err := e.lanes.TransitionGtidWithLog(ctx, tr)
+				if err != nil {
+					t.Error(err)
+				}
+				if res.Applied {
+					won.Add(1)
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		state, _, _, entries := e.gtidRow(t, "GT-R")
+		if won.Load() != 1 || entries != 3 || (state != GtDecidedToSettle && state != GtDecidedCancel) {
+			t.Fatalf("round %d: winners %d, entries %d, state %s", round, won.Load(), entries, state)
+		}
+	}
+}

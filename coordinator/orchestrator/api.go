@@ -403,6 +403,8 @@ type SweepResult struct {
 	PayeeProofTimeouts int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
 	FailedTimeouts     int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
 	WindowResumed      int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
+	GtidTimeouts       int `json:"gtid_timeout"`                // GT_RECEIVED/GT_PRECHECKED past expires_at -> GT_DECIDED_CANCEL
+	RtpExpired         int `json:"rtp_expired"`                 // RTP requests past expires_at -> EXPIRED
 }
 
 // TimeoutSweep is the internal timeout sweep (POST

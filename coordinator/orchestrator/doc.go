@@ -18,7 +18,13 @@
 // their batch window hands them over with AcceptBatchInTx). Limits (tx_amount_limit, daily_amount_limit,
 // participation_mode, MAX_AMOUNT_VALUE) are enforced at Submit; a closed
 // payee operating window parks the transfer in PRECHECKED_SUSPENDED with
-// COUNTERPARTY_WINDOW_CLOSED until TimeoutSweep resumes it.
+// COUNTERPARTY_WINDOW_CLOSED until TimeoutSweep resumes it. GTID
+// (RegisterGtid: leg-ready-check to every leg's bank, an all-or-nothing
+// decision that materialises each leg pair's transfer, KindGtid items) and
+// RTP (RequestRtp, rtp-notify attempts, AcceptRtp creating the linked
+// lane-RTP transfer, DeclineRtp, KindRtp items) are in gtid*.go and
+// rtp.go (docs/gtid-rtp.md); TimeoutSweep also cancels expired GTIDs and
+// expires RTP requests.
 //
 // Queue retry policy (spec 000 ch. 2): a failure whose DomainError
 // category is DOWNSTREAM, TIMEOUT or RATE_LIMIT is retried with

@@ -581,6 +581,16 @@ func (o *Orchestrator) settle(ctx context.Context, r txRow, proof *bankapi.BankP
 		if _, err := o.h.ReleaseForTx(ctx, tx, r.TxID); err != nil {
 			return err
 		}
+		if r.Lane == LaneGtid {
+			if err := o.gtidLegSettledInTx(ctx, tx, r.TxID); err != nil {
+				return err
+			}
+		}
+		if r.Lane == LaneRtp {
+			if err := o.rtpTransferSettledInTx(ctx, tx, r.TxID); err != nil {
+				return err
+			}
+		}
 		if r.Lane != LaneHighValue {
 			if err := movePosition(ctx, tx, VenueZC, r.PayerBank, r.PayeeBank, r.Currency, r.Amount, now, false); err != nil {
 				return err
@@ -667,6 +677,10 @@ func (o *Orchestrator) work(ctx context.Context, it Item) error {
 		return o.drive(ctx, it.TxID)
 	case KindRefund:
 		return o.refundStep(ctx, it.TxID)
+	case KindGtid:
+		return o.driveGtid(ctx, it.TxID)
+	case KindRtp:
+		return o.driveRtp(ctx, it.TxID)
 	}
 	return domainerr.New("INVARIANT_VIOLATION", "unknown work item kind", map[string]any{"kind": it.Kind})
 }

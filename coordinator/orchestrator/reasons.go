@@ -30,6 +30,14 @@ const (
 	ReasonHLimitExceeded       = "H_LIMIT_EXCEEDED"        // ZC H limit reached -> DECIDED_CANCEL
 	ReasonPrecheckExpired      = "REJECT_PRECHECK_EXPIRED" // expires_at passed before the precheck (001 §13.1)
 	ReasonIGSFailed            = "IGS_FAILED"              // BOJ venue could not settle -> SUSPENDED
+
+	// GTID and RTP (docs/gtid-rtp.md): GtidTransactions / RtpRequests
+	// outcomes, in their chains' payloads.
+	ReasonLegNotReady     = "LEG_NOT_READY"          // a leg's bank answered leg-ready-check NG -> GT_DECIDED_CANCEL
+	ReasonGtidTimeout     = "CANCEL_GTID_TIMEOUT"    // legs not all ready by expires_at -> GT_DECIDED_CANCEL
+	ReasonRtpDeclined     = "RTP_DECLINED"           // the payer declined -> DECLINED
+	ReasonRtpTimeout      = "CANCEL_RTP_TIMEOUT"     // not accepted by expires_at -> EXPIRED
+	ReasonRtpNotifyFailed = "RTP_ATTEMPTS_EXHAUSTED" // rtp-notify not delivered in max_attempts -> FAILED
 )
 
 // Families of state reason codes (spec 004 naming rule).
@@ -75,6 +83,11 @@ var WrittenReasons = map[string]string{
 	ReasonHLimitExceeded:           FamilyEvent,
 	ReasonPrecheckExpired:          FamilyEvent,
 	ReasonIGSFailed:                FamilyEvent,
+	ReasonLegNotReady:              FamilyEvent,
+	ReasonGtidTimeout:              FamilyWaiting,
+	ReasonRtpDeclined:              FamilyEvent,
+	ReasonRtpTimeout:               FamilyWaiting,
+	ReasonRtpNotifyFailed:          FamilyEvent,
 	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,

@@ -34,9 +34,10 @@ import (
 //     authority-check, name-check, release-reserve, execute-credit,
 //     credit-notify. They are built the same way each time.
 //
-// The orchestrator does not send leg-ready-check, account-verify,
-// rtp-notify, initialize-bank or cleanup-bank; their callers pass bodies
-// without derived values (test/e2e TestRetryIsReplayForEveryCommand).
+// leg-ready-check (GTID legs) and rtp-notify (one request_id per
+// attempt) are pure too. The orchestrator does not send account-verify,
+// initialize-bank or cleanup-bank; their callers pass bodies without
+// derived values (test/e2e TestRetryIsReplayForEveryCommand).
 
 // recorded reports whether cmd's body is recorded at the decision to send.
 func recorded(cmd bankapi.Command) bool {

@@ -182,6 +182,7 @@ func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, is
 type submitEnv struct {
 	parts map[string]participants.Participant
 	hv    *int64
+	lane  string // the lane of a transfer another flow creates (LaneRtp); "" for Submit
 }
 
 func (e *submitEnv) participant(ctx context.Context, tx *store.Tx, bankID string) (participants.Participant, error) {
@@ -309,6 +310,9 @@ func (o *Orchestrator) acceptTx(ctx context.Context, tx *store.Tx, req PaymentIn
 	a, err := o.admitTx(ctx, tx, req, issuer, env)
 	if err != nil {
 		return SubmitResult{}, err
+	}
+	if env.lane != "" && a.eff == req.Lane { // a transfer another flow creates (RTP), unless escalated
+		a.eff, req.Lane = env.lane, env.lane
 	}
 	daily, err := o.h.ConsumeDaily(ctx, tx, a.payer.BankID, req.Amount.Value)
 	if err != nil {

@@ -117,10 +117,17 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// GTIDs and RTP requests past their expires_at (gtid_drive.go, rtp.go).
+	if res.GtidTimeouts, err = o.sweepGtid(ctx, now); err != nil {
+		return res, err
+	}
+	if res.RtpExpired, err = o.sweepRtp(ctx, now); err != nil {
+		return res, err
+	}
 	if res != (SweepResult{}) {
 		o.log.InfoContext(ctx, "orchestrator.sweep", "suspend_exec_timeout", res.ExecTimeouts,
 			"suspend_payee_proof_timeout", res.PayeeProofTimeouts, "failed_exec_timeout", res.FailedTimeouts,
-			"window_resumed", res.WindowResumed)
+			"window_resumed", res.WindowResumed, "gtid_timeout", res.GtidTimeouts, "rtp_expired", res.RtpExpired)
 	}
 	return res, nil
 }

@@ -215,6 +215,8 @@ func (d *day) play() error {
 	}{
 		{"start the node", d.start},
 		{"morning transfers over HTTP", d.morning},
+		{"GTID multi-leg", d.gtidScene},
+		{"request to pay", d.rtpScene},
 		{"core offline", d.offline},
 		{"lost reply", d.lostReply},
 		{"DNS intraday cutoff", d.intradayCutoff},

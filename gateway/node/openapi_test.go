@@ -244,6 +244,31 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.call(n, "POST", "/api/transfers/"+txid+"/misrecord-correct", ops, nil,
 		`{"field":"payee_account_hash","value":"h:002-0002","requested_by":"ops","approved_by":"lead","evidence_ref":"EV-2"}`)
 
+	// GTID and request to pay (docs/gtid-rtp.md)
+	gt := `{"gtid":"001-OA-G1","idempotency_key":"oa-g1","legs":[
+		{"leg_id":"P1","role":"PAYER","bank_id":"001","account_hash":"h:001-0003","amount":{"value":300,"currency":"JPY"}},
+		{"leg_id":"E1","role":"PAYEE","bank_id":"002","account_hash":"h:002-0003","amount":{"value":300,"currency":"JPY"}}]}`
+	c.want(201, n, "POST", "/api/gtid/register", k1, nil, gt)
+	c.want(200, n, "POST", "/api/gtid/register", k1, nil, gt)
+	c.want(422, n, "POST", "/api/gtid/register", k1, nil, `{"idempotency_key":"oa-g2","legs":[]}`)
+	c.want(200, n, "GET", "/api/gtid/001-OA-G1", k2, nil, "")
+	c.want(404, n, "GET", "/api/gtid/001-OA-NOPE", ops, nil, "")
+	for _, id := range []string{"RTP-002-OA-1", "RTP-002-OA-2"} {
+		c.want(201, n, "POST", "/api/rtp/request", k2, nil, fmt.Sprintf(`{"rtp_id":%q,"idempotency_key":%q,"payer_bank_id":"001",
+			"payee_account_hash":"h:002-0003","amount":{"value":200,"currency":"JPY"},"expires_at":%q,"payee_name":"SHOP"}`,
+			id, id, clock.Stamp(n.clk.Now().Add(time.Hour))))
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if a := c.want(200, n, "GET", "/api/rtp/"+id, k1, nil, ""); a.field("state") == "NOTIFIED" {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s not notified: %s", id, a.body)
+			}
+		}
+	}
+	c.want(200, n, "POST", "/api/rtp/RTP-002-OA-1/accept", k1, nil, `{"payer_account_hash":"h:001-0003"}`)
+	c.want(409, n, "POST", "/api/rtp/RTP-002-OA-1/decline", k1, nil, "")
+	c.want(200, n, "POST", "/api/rtp/RTP-002-OA-2/decline", k1, nil, "")
+	c.want(404, n, "GET", "/api/rtp/RTP-002-OA-NOPE", ops, nil, "")
 	// every bank ingress command, signed with the ZC egress key
 	signer, err := loadSigningKey(context.Background(), filepath.Join(n.DataDir, SigningKeyFile), n.Keys, n.clk)
 	if err != nil {

@@ -47,6 +47,7 @@ type Service struct {
 	gate   lane.WritableGate
 	clk    clock.Clock
 	logger *slog.Logger
+	lanes  *lane.Lanes // the settlement GTID (gtid.go)
 }
 
 // New returns the DNS service. flog is the FinalityLog every cycle fact is
@@ -65,7 +66,7 @@ func New(db *store.DB, flog *finality.Log, gate lane.WritableGate, clk clock.Clo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: db, log: flog, gate: gate, clk: clk, logger: logger}
+	return &Service{db: db, log: flog, gate: gate, clk: clk, logger: logger, lanes: lane.New(db, flog, gate, clk, logger)}
 }
 
 // DB is the coordinator database the service writes to.

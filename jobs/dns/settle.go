@@ -213,6 +213,10 @@ func (s *Service) settleFunded(ctx context.Context, tx *store.Tx, c Cycle, from 
 	if err != nil {
 		return SettleResult{}, fmt.Errorf("dns: hand back %s: %w", c.CycleID, err)
 	}
+	gtid, err := s.recordSettlementGtidInTx(ctx, tx, c, pos, postings)
+	if err != nil {
+		return SettleResult{}, err
+	}
 	if from == StateHoldActive {
 		if _, err := s.appendCycleEvent(ctx, tx, c.CycleID, finality.DnsResumed, StateHoldActive, StateSettled, map[string]any{
 			"cycle_id": c.CycleID, "public_message_id": c.PublicMessageID, "hold_causing_participants": c.HoldCausing,
@@ -222,7 +226,7 @@ func (s *Service) settleFunded(ctx context.Context, tx *store.Tx, c Cycle, from 
 	}
 	if _, err := s.appendCycleEvent(ctx, tx, c.CycleID, finality.DnsSettled, from, StateSettled, map[string]any{
 		"cycle_id": c.CycleID, "venue": VenueBOJ, "currency": c.Currency, "postings": postings,
-		"tx_count": released, "owner_from": lane.CycleOwner(c.CycleID), "owner_to": lane.OwnerZC,
+		"tx_count": released, "owner_from": lane.CycleOwner(c.CycleID), "owner_to": lane.OwnerZC, "settlement_gtid": gtid,
 	}); err != nil {
 		return SettleResult{}, err
 	}
