@@ -32,6 +32,13 @@ const (
 	ReasonIGSFailed            = "IGS_FAILED"              // BOJ venue could not settle -> SUSPENDED
 )
 
+// State reason codes of a credit held by the payee bank's incoming-transfer
+// filter (resume_credit.go, docs/bank-api.md).
+const (
+	ReasonSuspendCreditApproval  = "SUSPEND_CREDIT_APPROVAL_PENDING" // PAYER_EXEC_CONFIRMED -> SUSPENDED until the payee side decides
+	ReasonCreditApprovalRejected = "CREDIT_APPROVAL_REJECTED"        // SUSPENDED -> FAILED_EXECUTION, payer refunded
+)
+
 // Families of state reason codes (spec 004 naming rule).
 const (
 	FamilyWaiting = "WAITING" // 待機理由
@@ -75,6 +82,8 @@ var WrittenReasons = map[string]string{
 	ReasonHLimitExceeded:           FamilyEvent,
 	ReasonPrecheckExpired:          FamilyEvent,
 	ReasonIGSFailed:                FamilyEvent,
+	ReasonSuspendCreditApproval:    FamilyWaiting,
+	ReasonCreditApprovalRejected:   FamilyEvent,
 	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,

@@ -55,6 +55,9 @@ type Account struct {
 	// directory for this account: an EXPRESS transfer naming one of them
 	// and no payee.account_hash is credited here.
 	PSPRRefs []string `json:"pspr_refs,omitempty"`
+	// CustomerID is the bank's customer holding this account: it sees the
+	// account on the customer API (X-Customer-Id, docs/bank-api.md).
+	CustomerID string `json:"customer_id,omitempty"`
 }
 
 // BankConfig is one participant bank served by this node.
@@ -305,7 +308,8 @@ func DefaultConfig() Config {
 		b := BankConfig{BankID: id, Name: fmt.Sprintf("Bank %s", id), HLimit: 10_000_000_000_000, RealTime: true}
 		for n := 1; n <= 3; n++ {
 			b.Accounts = append(b.Accounts, Account{Hash: fmt.Sprintf("h:%s-%04d", id, n),
-				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i, n), Balance: 1_000_000_000})
+				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i, n), Balance: 1_000_000_000,
+				CustomerID: fmt.Sprintf("cust-%s-%d", id, n)})
 		}
 		c.Banks = append(c.Banks, b)
 		c.APIKeys = append(c.APIKeys, APIKey{Scope: signing.ScopeParticipant, BankID: id, Name: "bank-" + id, Secret: Secret{Current: randomSecret()}})
