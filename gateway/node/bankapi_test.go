@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -483,4 +484,124 @@ func TestApprovalDecisionRace(t *testing.T) {
 	}
 	want := map[string]string{adapter.ApprovalApproved: "SETTLED", adapter.ApprovalRejected: "FAILED_EXECUTION"}[won]
 	n.waitState(t, txid, want, 20*time.Second)
+}
+
+// TestAccountVerifyThroughTheAdapter: POST /api/account-verify sends
+// account-verify through the signed bank client, the gateway's ingress and
+// the payee bank's adapter, records the answer, and never returns the
+// holder's stored name.
+func TestAccountVerifyThroughTheAdapter(t *testing.T) {
+	n := start(t)
+	ctx := context.Background()
+	key := n.Config.KeyFor("001")
+	verify := func(account, name string) orchestrator.AccountVerification {
+		t.Helper()
+		body := `{"target_bank_id":"002","target_account_id":"` + account + `"`
+		if name != "" {
+			body += `,"name_to_verify":"` + name + `"`
+		}
+		a := n.do(t, "POST", "/api/account-verify", key, nil, body+"}")
+		var v orchestrator.AccountVerification
+		decodeInto(t, a, &v)
+		if a.status != 201 || v.VerificationID == "" {
+			t.Fatalf("verify %s %q: %d %s", account, name, a.status, a.body)
+		}
+		if strings.Contains(string(a.body), "CUSTOMER B") && !strings.Contains(name, "CUSTOMER B") {
+			t.Fatalf("the answer reveals the stored name: %s", a.body)
+		}
+		return v
+	}
+	if v := verify("h:002-0001", "CUSTOMER B1"); v.Result != "MATCHED" || v.MatchScore != 1.0 || v.NameProvided == nil || *v.NameProvided != "CUSTOMER B1" {
+		t.Fatalf("exact name: %+v", v)
+	}
+	if v := verify("h:002-0001", "CUSTOMER B7"); v.Result != "MATCHED" || v.MatchScore != 0.8 {
+		t.Fatalf("one edit away: %+v", v)
+	}
+	if v := verify("h:002-0001", "SOMEONE ELSE"); v.Result != "MISMATCHED" || v.MatchScore != 0 {
+		t.Fatalf("another name: %+v", v)
+	}
+	if v := verify("h:002-0404", ""); v.Result != "NOT_FOUND" {
+		t.Fatalf("unknown account: %+v", v)
+	}
+	// A frozen account (the bank's teller froze it) carries a fraud warning.
+	if a := n.bankCall(t, "PATCH", "002", "/teller/accounts/"+n.Config.Banks[1].Accounts[1].CoreAccount+"/status", "teller", "T-1",
+		`{"status":"FROZEN"}`); a.status != 200 || a.field("status") != "FROZEN" {
+		t.Fatalf("freeze: %d %s", a.status, a.body)
+	}
+	last := verify("h:002-0002", "")
+	if last.Result != "MATCHED" || !last.FraudWarning || last.NameProvided != nil {
+		t.Fatalf("frozen account: %+v", last)
+	}
+	var rows int
+	if err := n.DB.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AccountVerifications WHERE requester_bank_id = '001' AND target_bank_id = '002'`).Scan(&rows)
+	}); err != nil || rows != 5 {
+		t.Fatalf("AccountVerifications rows %d %v, want 5", rows, err)
+	}
+	// The payee bank's adapter answered each (its idempotency records).
+	var seen int
+	db := n.Banks["002"].Adapter.DB()
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM IdempotencyKeys WHERE key LIKE 'ZCREQ:002:%' AND response_body LIKE '%match_score%'`).Scan(&seen)
+	}); err != nil || seen != 5 {
+		t.Fatalf("adapter answered %d account-verify requests %v, want 5", seen, err)
+	}
+	if a := n.do(t, "GET", "/api/account-verify/"+last.VerificationID, key, nil, ""); a.status != 200 || a.field("verification_id") != last.VerificationID {
+		t.Fatalf("get own: %d %s", a.status, a.body)
+	}
+	errorBody(t, n.do(t, "GET", "/api/account-verify/"+last.VerificationID, n.Config.KeyFor("002"), nil, ""), 404, "NOT_FOUND")
+	errorBody(t, n.do(t, "POST", "/api/account-verify", key, nil, `{"target_bank_id":"009","target_account_id":"h:x"}`), 404, "PARTICIPANT_NOT_FOUND")
+	errorBody(t, n.do(t, "POST", "/api/account-verify", "", nil, `{"target_bank_id":"002","target_account_id":"h:x"}`), 401, "UNAUTHORIZED")
+}
+
+// TestCleanupBankThroughTheAdapter: a participant that left is cleaned up
+// at its bank through cleanup-bank, only once it is inactive and none of
+// its transfers moves.
+func TestCleanupBankThroughTheAdapter(t *testing.T) {
+	n := start(t)
+	ctx := context.Background()
+	ops := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
+	payee := n.Config.Banks[1].Accounts[0].CoreAccount
+	if a := n.bankCall(t, "POST", "002", "/filters", "teller", "T-1",
+		`{"account_id":"`+payee+`","filter_type":"REQUIRE_APPROVAL","condition":{},"action":"HOLD_MANUAL"}`); a.status != 201 {
+		t.Fatalf("filter: %d %s", a.status, a.body)
+	}
+	txid := n.submit(t, transfer("h:001-0001", "h:002-0001", "leave-1", 1200))
+	n.waitState(t, txid, "SUSPENDED", 20*time.Second)
+	cleanup := func() answer { return n.do(t, "POST", "/api/participants/002/cleanup", "", ops, `{"requested_by":"ops-1"}`) }
+	errorBody(t, cleanup(), 409, "STATE_GUARD") // still active
+	errorBody(t, n.do(t, "POST", "/api/participants/002/cleanup", n.Config.KeyFor("002"), nil, `{"requested_by":"x"}`), 403, "CROSS_PARTICIPANT_SCOPE")
+	g := n.do(t, "GET", "/api/participants/002", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret, "X-Purpose-Code": "P01"}, "")
+	var p participants.Participant
+	decodeInto(t, g, &p)
+	p.IsActive = false
+	body, _ := json.Marshal(p)
+	if a := n.do(t, "PUT", "/api/participants/002", "", ops, string(body)); a.status != 200 {
+		t.Fatalf("deactivate: %d %s", a.status, a.body)
+	}
+	b := errorBody(t, cleanup(), 409, "STATE_GUARD") // the held transfer moves
+	if b.Details["open_transfers"] != float64(1) {
+		t.Fatalf("details %v", b.Details)
+	}
+	var aps adapter.ApprovalsResponse
+	decodeInto(t, n.bankCall(t, "GET", "002", "/teller/approvals", "teller", "T-1", ""), &aps)
+	if a := n.bankCall(t, "POST", "002", "/teller/approvals/"+aps.Approvals[0].ApprovalID+"/respond", "teller", "T-1", `{"approved":false}`); a.status != 200 {
+		t.Fatalf("reject: %d %s", a.status, a.body)
+	}
+	n.waitState(t, txid, "FAILED_EXECUTION", 20*time.Second)
+	a := cleanup()
+	if a.status != 200 || a.field("result") != "CLEANED_UP" || a.field("bank_id") != "002" {
+		t.Fatalf("cleanup: %d %s", a.status, a.body)
+	}
+	var accounts, banks int
+	if err := n.Banks["002"].Adapter.DB().Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM AdapterAccounts), (SELECT COUNT(*) FROM AdapterBank)`).Scan(&accounts, &banks)
+	}); err != nil || accounts != 0 || banks != 0 {
+		t.Fatalf("after cleanup: %d accounts, %d bank rows %v", accounts, banks, err)
+	}
+	// ZC keeps its record; the bank is gone from the bank side.
+	if v := n.waitState(t, txid, "FAILED_EXECUTION", time.Second); v.field("txid") != txid {
+		t.Fatalf("transfer after cleanup: %s", v.body)
+	}
+	errorBody(t, n.bankCall(t, "GET", "002", "/me/accounts/"+payee+"/balance", "customer", "cust-002-1", ""), 404, "ACCOUNT_NOT_FOUND")
 }
