@@ -568,7 +568,9 @@ func TestCleanupBankThroughTheAdapter(t *testing.T) {
 	}
 	txid := n.submit(t, transfer("h:001-0001", "h:002-0001", "leave-1", 1200))
 	n.waitState(t, txid, "SUSPENDED", 20*time.Second)
-	cleanup := func() answer { return n.do(t, "POST", "/api/participants/002/cleanup", "", ops, `{"requested_by":"ops-1"}`) }
+	cleanup := func() answer {
+		return n.do(t, "POST", "/api/participants/002/cleanup", "", ops, `{"requested_by":"ops-1"}`)
+	}
 	errorBody(t, cleanup(), 409, "STATE_GUARD") // still active
 	errorBody(t, n.do(t, "POST", "/api/participants/002/cleanup", n.Config.KeyFor("002"), nil, `{"requested_by":"x"}`), 403, "CROSS_PARTICIPANT_SCOPE")
 	g := n.do(t, "GET", "/api/participants/002", "", map[string]string{"X-Cron-Secret": n.Config.CronSecret, "X-Purpose-Code": "P01"}, "")
