@@ -82,6 +82,11 @@ type Config struct {
 	// incoming-transfer filter held (resume-credit). nil: decisions are
 	// recorded, and respond answers BANK_ERROR until it is configured.
 	Resume CreditResumer
+	// Transfers submits and reads the transfers customers send through the
+	// customer API (ZC's POST /api/transfers and GET /api/transactions
+	// with this bank's own credentials). nil: /me/transfers answers
+	// BANK_ERROR.
+	Transfers TransferPort
 	// InquiryTimeout bounds name inquiries made by name-check (default 2s).
 	InquiryTimeout time.Duration
 	// Identity is the process serving this adapter (coordinator/procid);
@@ -113,6 +118,7 @@ type Adapter struct {
 	currency string
 	custody  string
 	resume   CreditResumer
+	xfers    TransferPort
 	keys     *idem.Keys
 	inqWait  time.Duration
 	id       procid.Identity
@@ -149,7 +155,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 // New wires an Adapter on an already opened database (opened by OpenDB).
 func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
-		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, resume: cfg.Resume, inqWait: cfg.InquiryTimeout,
+		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, resume: cfg.Resume, xfers: cfg.Transfers, inqWait: cfg.InquiryTimeout,
 		clk: cfg.Clock, log: cfg.Logger}
 	if a.clk == nil {
 		a.clk = clock.System{}

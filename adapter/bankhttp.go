@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/strictjson"
 	"github.com/zcgw/zcgw/coordinator/zclog"
@@ -44,7 +45,10 @@ type BankRoute struct {
 	Request      any      // a value of the JSON body's type; nil: no body
 	Response     any      // a value of the success body's type
 	Status       int      // the success status
-	serve        func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error)
+	// ZCQuery: the success body is ZC's QueryResponse for this bank,
+	// relayed as ZC wrote it (Response is then nil).
+	ZCQuery bool
+	serve   func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error)
 }
 
 // Pattern is the route's http.ServeMux pattern.
@@ -116,6 +120,20 @@ func BankRoutes() []BankRoute {
 				}
 				l, err := a.Journals(r.Context(), who.customer, r.PathValue("account_id"), "", limit)
 				return JournalsResponse{Journals: l}, err
+			}},
+		{Method: "POST", Path: bankPrefix + "/me/transfers", Summary: "Send a transfer from one of the customer's accounts through ZC (POST /api/transfers with the bank's credentials)",
+			Role: RoleCustomer, Request: CustomerTransferRequest{}, Response: orchestrator.SubmitResult{}, Status: 201,
+			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
+				var b CustomerTransferRequest
+				if err := decodeBody(r, &b); err != nil {
+					return nil, err
+				}
+				return a.SubmitCustomerTransfer(r.Context(), who.customer, b)
+			}},
+		{Method: "GET", Path: bankPrefix + "/me/transfers/{txid}", Summary: "A transfer the customer sent: ZC's QueryResponse for the bank",
+			Role: RoleCustomer, ZCQuery: true, Status: 200,
+			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
+				return a.CustomerTransfer(r.Context(), who.customer, r.PathValue("txid"))
 			}},
 		{Method: "GET", Path: bankPrefix + "/me/approvals", Summary: "The customer's incoming credits held for approval", Role: RoleCustomer,
 			Query: []string{"account_id", "status"}, Response: ApprovalsResponse{}, Status: 200,

@@ -55,3 +55,16 @@ CREATE TABLE IF NOT EXISTS AdapterApprovals (
 );
 CREATE INDEX IF NOT EXISTS idx_approvals_account ON AdapterApprovals(account_hash, status);
 `
+
+// customerTransfersSchema: the transfers a customer sent through the
+// customer API (POST /bank/{bank_id}/v1/me/transfers), so that it reads
+// back only its own.
+const customerTransfersSchema = `
+CREATE TABLE IF NOT EXISTS AdapterCustomerTransfers (
+  txid            TEXT PRIMARY KEY,
+  customer_id     TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  created_at      TEXT NOT NULL,
+  UNIQUE (customer_id, idempotency_key)
+);
+`

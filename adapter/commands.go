@@ -700,6 +700,7 @@ func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankReques
 			`DELETE FROM AdapterApprovals`,
 			`DELETE FROM AdapterFilters`,
 			`DELETE FROM AdapterCustomerAccounts`,
+			`DELETE FROM AdapterCustomerTransfers`,
 			`DELETE FROM AdapterAliases`,
 			`DELETE FROM AdapterAccounts`,
 			`DELETE FROM AdapterBank WHERE bank_id = ?`,

@@ -163,4 +163,4 @@ CREATE TABLE IF NOT EXISTS AdapterAliases (
 // outbox.Schema, then the shadow's running totals (shadow_totals.go),
 // whose triggers read both, then the bank-side APIs' tables
 // (bankside_schema.go). It is idempotent.
-var Schema = adapterSchema + outbox.Schema + shadowTotalsSchema + bankSideSchema
+var Schema = adapterSchema + outbox.Schema + shadowTotalsSchema + bankSideSchema + customerTransfersSchema

@@ -69,8 +69,12 @@ func (s *Server) bankRoutes() []route {
 			for _, q := range br.Query {
 				params = append(params, param{name: q, in: "query"})
 			}
+			body := br.Response
+			if br.ZCQuery {
+				body = QueryResponse{}
+			}
 			o := op{summary: "Bank " + br.Role + " API: " + br.Summary, auth: authBank, params: params, request: br.Request,
-				responses: []response{{status: br.Status, body: br.Response}}, errors: []int{400, 401, 403, 404, 409, 415, 422, 502}}
+				responses: []response{{status: br.Status, body: body}}, errors: []int{400, 401, 403, 404, 409, 415, 422, 502}}
 			t = append(t, route{pattern: br.Pattern(), handler: s.perimeter(s.bankSide), ops: []op{o}})
 		}
 	}

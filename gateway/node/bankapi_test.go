@@ -607,3 +607,43 @@ func TestCleanupBankThroughTheAdapter(t *testing.T) {
 	}
 	errorBody(t, n.bankCall(t, "GET", "002", "/me/accounts/"+payee+"/balance", "customer", "cust-002-1", ""), 404, "ACCOUNT_NOT_FOUND")
 }
+
+// TestCustomerTransferThroughZC: a customer sends a transfer on the
+// customer API; the bank's channel submits it to ZC with the bank's own
+// key, the transfer settles through both cores, and the customer (only
+// that customer) reads it back.
+func TestCustomerTransferThroughZC(t *testing.T) {
+	n := start(t)
+	payer, payee := n.Config.Banks[0].Accounts[0], n.Config.Banks[1].Accounts[0]
+	p0, q0 := n.coreBalance(t, "001", payer.CoreAccount), n.coreBalance(t, "002", payee.CoreAccount)
+	body := `{"amount":{"value":1000,"currency":"JPY"},"payee_bank_id":"002","payee_account_hash":"h:002-0001","lane":"EXPRESS","purpose":"P2P","idempotency_key":"me-1"}`
+	a := n.bankCall(t, "POST", "001", "/me/transfers", "customer", "cust-001-1", body)
+	var res orchestrator.SubmitResult
+	decodeInto(t, a, &res)
+	if a.status != 201 || res.TxID == "" || res.Lane != "EXPRESS" {
+		t.Fatalf("submit: %d %s", a.status, a.body)
+	}
+	again := n.bankCall(t, "POST", "001", "/me/transfers", "customer", "cust-001-1", body)
+	if again.status != 201 || again.field("txid") != res.TxID {
+		t.Fatalf("replay: %d %s, want %s", again.status, again.body, res.TxID)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		g := n.bankCall(t, "GET", "001", "/me/transfers/"+res.TxID, "customer", "cust-001-1", "")
+		if g.status == 200 && g.field("state") == "SETTLED" && g.field("payer_bank_id") == "001" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transfer: %d %s", g.status, g.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.waitBalances(t, map[[2]string]int64{{"001", payer.CoreAccount}: p0 - 1000, {"002", payee.CoreAccount}: q0 + 1000})
+	errorBody(t, n.bankCall(t, "GET", "001", "/me/transfers/"+res.TxID, "customer", "cust-001-2", ""), 404, "TX_NOT_FOUND")
+	errorBody(t, n.bankCall(t, "POST", "001", "/me/transfers", "customer", "cust-001-1",
+		`{"amount":{"value":1000,"currency":"JPY"},"payee_bank_id":"002","payee_account_id":"100-1-0000001","lane":"EXPRESS","idempotency_key":"me-2"}`),
+		400, "INVALID_REQUEST")
+	errorBody(t, n.bankCall(t, "POST", "001", "/me/transfers", "customer", "cust-001-1",
+		`{"amount":{"value":1000,"currency":"JPY"},"payee_bank_id":"002","payee_account_hash":"h:002-0001","lane":"EXPRESS","idempotency_key":"me-3","payer_account_id":"`+
+			n.Config.Banks[0].Accounts[1].CoreAccount+`"}`), 404, "ACCOUNT_NOT_FOUND")
+}
