@@ -74,6 +74,10 @@ type (
 	JournalsResponse struct {
 		Journals []Journal `json:"journals"`
 	}
+	// SuspenseResponse lists the custody account's credits.
+	SuspenseResponse struct {
+		Suspense []SuspenseItem `json:"suspense"`
+	}
 	// ApprovalsResponse lists approval requests.
 	ApprovalsResponse struct {
 		Approvals []Approval `json:"approvals"`
@@ -186,11 +190,20 @@ func BankRoutes() []BankRoute {
 				l, err := a.Journals(r.Context(), "", "", r.URL.Query().Get("txid"), limit)
 				return JournalsResponse{Journals: l}, err
 			}},
-		{Method: "GET", Path: bankPrefix + "/teller/suspense", Summary: "Credits kept in the bank's custody (別段預金) account",
-			Role: RoleTeller, Response: JournalsResponse{}, Status: 200,
+		{Method: "GET", Path: bankPrefix + "/teller/suspense", Summary: "Credits kept in the bank's custody (別段預金) account, with their resolution",
+			Role: RoleTeller, Response: SuspenseResponse{}, Status: 200,
 			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
 				l, err := a.Suspense(r.Context())
-				return JournalsResponse{Journals: l}, err
+				return SuspenseResponse{Suspense: l}, err
+			}},
+		{Method: "POST", Path: bankPrefix + "/teller/suspense/{suspense_id}/resolve", Summary: "Move a custody credit to an account: a debit of the custody account and a credit of the account, once",
+			Role: RoleTeller, Request: SuspenseResolveRequest{}, Response: SuspenseResolution{}, Status: 201,
+			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
+				var b SuspenseResolveRequest
+				if err := decodeBody(r, &b); err != nil {
+					return nil, err
+				}
+				return a.ResolveSuspense(r.Context(), r.PathValue("suspense_id"), b, who.teller)
 			}},
 		{Method: "GET", Path: bankPrefix + "/teller/approvals", Summary: "Incoming credits held for the bank's review (HOLD_MANUAL) or the customer's (HOLD_CONFIRM)",
 			Role: RoleTeller, Query: []string{"account_id", "status"}, Response: ApprovalsResponse{}, Status: 200,

@@ -2,8 +2,11 @@ package adapter
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -452,18 +455,143 @@ func (a *Adapter) BatchStatus(ctx context.Context) (BatchStatus, error) {
 	return out, err
 }
 
-// Suspense lists the postings credited to the bank's custody (別段預金)
-// account: credits for accounts the bank no longer holds.
-func (a *Adapter) Suspense(ctx context.Context) ([]Journal, error) {
+// SuspenseItem is a credit kept in the custody (別段預金) account and, once
+// a teller resolved it, where it went.
+type SuspenseItem struct {
+	Journal
+	// ResolvedTo is the account the credit was moved to ("" while it
+	// waits); ResolutionTxID the txid of the two postings that moved it.
+	ResolvedTo     string `json:"resolved_to,omitempty"`
+	ResolutionTxID string `json:"resolution_txid,omitempty"`
+}
+
+// SuspensePrefix starts the txid of a suspense resolution's two postings,
+// followed by the custody credit's journal id.
+const SuspensePrefix = "SUSP-"
+
+// SuspenseResolveRequest is the body of POST
+// .../teller/suspense/{suspense_id}/resolve.
+type SuspenseResolveRequest struct {
+	AccountID string `json:"account_id"`
+	Memo      string `json:"memo,omitempty"`
+}
+
+// SuspenseResolution answers a resolve: the debit of the custody account
+// and the credit of the account, queued for the core together.
+type SuspenseResolution struct {
+	SuspenseID string  `json:"suspense_id"`
+	TxID       string  `json:"txid"`
+	Debit      Journal `json:"debit"`
+	Credit     Journal `json:"credit"`
+}
+
+// Suspense lists the credits kept in the bank's custody account (credits
+// for accounts the bank no longer holds), newest first, with their
+// resolution.
+func (a *Adapter) Suspense(ctx context.Context) ([]SuspenseItem, error) {
+	out := []SuspenseItem{}
 	if a.custody == "" {
-		return []Journal{}, nil
+		return out, nil
 	}
-	var core string
 	err := a.db.Read(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT core_account FROM AdapterAccounts WHERE account_hash = ?`, a.custody).Scan(&core)
+		rows, err := tx.QueryContext(ctx, `SELECT `+journalCols+`, COALESCE(r.core_account, ''), COALESCE(c.txid, '')
+			FROM AdapterPostings p JOIN AdapterOutbox o ON o.id = p.outbox_id JOIN AdapterAccounts a ON a.account_hash = p.account_hash
+			LEFT JOIN AdapterPostings c ON c.txid = '`+SuspensePrefix+`' || p.ref AND c.kind = 'CREDIT'
+			LEFT JOIN AdapterAccounts r ON r.account_hash = c.account_hash
+			WHERE p.account_hash = ? AND p.kind = 'CREDIT' AND p.txid NOT LIKE '`+SuspensePrefix+`%'
+			ORDER BY p.created_at DESC, p.ref DESC`, a.custody)
+		if err != nil {
+			return fmt.Errorf("adapter: list suspense: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var it SuspenseItem
+			j := &it.Journal
+			if err := rows.Scan(&j.JournalID, &j.TxID, &j.AccountID, &j.Kind, &j.Direction, &j.Amount, &j.Status, &j.ReversalOf,
+				&j.CreatedAt, &j.AppliedAt, &it.ResolvedTo, &it.ResolutionTxID); err != nil {
+				return err
+			}
+			j.Currency = a.currency
+			out = append(out, it)
+		}
+		return rows.Err()
 	})
-	if err != nil {
-		return nil, fmt.Errorf("adapter: custody account: %w", err)
+	return out, err
+}
+
+// ResolveSuspense moves a credit kept in the custody account to an
+// account of the bank (the payee reopened, or the right account was
+// found): a DEBIT of the custody account and a CREDIT of the account,
+// queued together in the outbox (txid SUSP-{suspense_id}), exactly once
+// per suspense credit (the adapter's idempotency table, key
+// SUSPENSE:{suspense_id}: the same body answers the first resolution,
+// another account IDEMPOTENCY_KEY_CONFLICT). The credit must be APPLIED at
+// the core (STATE_GUARD otherwise) and the account ACTIVE.
+func (a *Adapter) ResolveSuspense(ctx context.Context, suspenseID string, req SuspenseResolveRequest, tellerID string) (SuspenseResolution, error) {
+	if req.AccountID == "" {
+		return SuspenseResolution{}, domainerr.New("MISSING_FIELD", "account_id is required", map[string]any{"field": "account_id"})
 	}
-	return a.Journals(ctx, "", core, "", 1000)
+	if a.custody == "" {
+		return SuspenseResolution{}, domainerr.New("NOT_FOUND", "this bank keeps no custody account", map[string]any{"suspense_id": suspenseID})
+	}
+	return once(ctx, a, "teller-suspense-resolve", "SUSPENSE:"+suspenseID, req, func(tx *store.Tx) (SuspenseResolution, error) {
+		var amount int64
+		var status, txid string
+		err := tx.QueryRowContext(ctx, `SELECT p.amount, o.status, p.txid FROM AdapterPostings p JOIN AdapterOutbox o ON o.id = p.outbox_id
+			WHERE p.ref = ? AND p.account_hash = ? AND p.kind = 'CREDIT'`, suspenseID, a.custody).Scan(&amount, &status, &txid)
+		if errors.Is(err, sql.ErrNoRows) || strings.HasPrefix(txid, SuspensePrefix) {
+			return SuspenseResolution{}, domainerr.New("NOT_FOUND", "no credit with this suspense_id in the custody account", map[string]any{"suspense_id": suspenseID})
+		}
+		if err != nil {
+			return SuspenseResolution{}, fmt.Errorf("adapter: read suspense %s: %w", suspenseID, err)
+		}
+		if status != string(outbox.Applied) {
+			return SuspenseResolution{}, domainerr.New("STATE_GUARD", "the custody credit is not applied at the core yet",
+				map[string]any{"suspense_id": suspenseID, "status": status})
+		}
+		hash, err := accountByID(ctx, tx, req.AccountID)
+		if err != nil {
+			return SuspenseResolution{}, err
+		}
+		if hash == a.custody {
+			return SuspenseResolution{}, domainerr.New("INVALID_REQUEST", "the target is the custody account itself", map[string]any{"field": "account_id"})
+		}
+		target, err := readShadow(ctx, tx, hash)
+		if err != nil {
+			return SuspenseResolution{}, err
+		}
+		if target.Status != AccountActive {
+			return SuspenseResolution{}, domainerr.New("ACCOUNT_FROZEN", "the target account is frozen", map[string]any{"account_id": req.AccountID})
+		}
+		custody, err := readShadow(ctx, tx, a.custody)
+		if err != nil {
+			return SuspenseResolution{}, err
+		}
+		if custody.Available < amount {
+			return SuspenseResolution{}, domainerr.New("STATE_GUARD", "the custody account's available balance does not cover the credit",
+				map[string]any{"suspense_id": suspenseID, "available": custody.Available, "amount": amount})
+		}
+		rtx := SuspensePrefix + suspenseID
+		rid := "SUSPENSE:" + suspenseID
+		dref, err := a.queuePosting(ctx, tx, custody, rtx, rid, "", outbox.Debit, -1, amount, "")
+		if err != nil {
+			return SuspenseResolution{}, err
+		}
+		cref, err := a.queuePosting(ctx, tx, target, rtx, rid, "", outbox.Credit, 1, amount, "")
+		if err != nil {
+			return SuspenseResolution{}, err
+		}
+		payload, _ := json.Marshal(map[string]any{"suspense_id": suspenseID, "original_txid": txid, "account_id": req.AccountID,
+			"amount": amount, "teller_id": tellerID, "memo": req.Memo})
+		if err := a.audit(ctx, tx, "SUSPENSE_RESOLVED", rtx, rid, string(payload)); err != nil {
+			return SuspenseResolution{}, err
+		}
+		now := a.now()
+		j := func(ref, acct, kind string, dir int) Journal {
+			return Journal{JournalID: ref, TxID: rtx, AccountID: acct, Kind: kind, Direction: dir, Amount: amount, Currency: a.currency,
+				Status: string(outbox.Pending), CreatedAt: now}
+		}
+		return SuspenseResolution{SuspenseID: suspenseID, TxID: rtx, Debit: j(dref, custody.CoreAccount, string(outbox.Debit), -1),
+			Credit: j(cref, req.AccountID, string(outbox.Credit), 1)}, nil
+	})
 }

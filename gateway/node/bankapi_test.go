@@ -647,3 +647,61 @@ func TestCustomerTransferThroughZC(t *testing.T) {
 		`{"amount":{"value":1000,"currency":"JPY"},"payee_bank_id":"002","payee_account_hash":"h:002-0001","lane":"EXPRESS","idempotency_key":"me-3","payer_account_id":"`+
 			n.Config.Banks[0].Accounts[1].CoreAccount+`"}`), 404, "ACCOUNT_NOT_FOUND")
 }
+
+// TestSuspenseResolvedByATeller: a credit for an account bank 002 does not
+// hold lands in its custody account (別段預金) at the core; a teller moves
+// it to an account, exactly once, and both cores agree.
+func TestSuspenseResolvedByATeller(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Banks[1].Accounts = append(cfg.Banks[1].Accounts, Account{Hash: "h:002-custody", CoreAccount: "100-9-0000001", Name: "BETSUDAN YOKIN"})
+	cfg.Banks[1].CustodyAccount = "h:002-custody"
+	n, err := Start(context.Background(), Options{DataDir: scratch(t), Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	target := n.Config.Banks[1].Accounts[1].CoreAccount
+	q0 := n.coreBalance(t, "002", target)
+	txid := n.submit(t, transfer("h:001-0001", "h:002-closed", "susp-1", 1300))
+	n.waitState(t, txid, "SETTLED", 20*time.Second)
+	n.waitBalances(t, map[[2]string]int64{{"002", "100-9-0000001"}: 1300})
+	var list adapter.SuspenseResponse
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		decodeInto(t, n.bankCall(t, "GET", "002", "/teller/suspense", "teller", "T-1", ""), &list)
+		if len(list.Suspense) == 1 && list.Suspense[0].Status == "APPLIED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("suspense %+v", list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	it := list.Suspense[0]
+	if it.TxID != txid || it.Amount != 1300 || it.ResolvedTo != "" {
+		t.Fatalf("suspense item %+v", it)
+	}
+	path := "/teller/suspense/" + it.JournalID + "/resolve"
+	var res adapter.SuspenseResolution
+	a := n.bankCall(t, "POST", "002", path, "teller", "T-1", `{"account_id":"`+target+`","memo":"payee found"}`)
+	decodeInto(t, a, &res)
+	if a.status != 201 || res.Debit.AccountID != "100-9-0000001" || res.Credit.AccountID != target || res.Credit.Amount != 1300 {
+		t.Fatalf("resolve: %d %s", a.status, a.body)
+	}
+	if b := n.bankCall(t, "POST", "002", path, "teller", "T-1", `{"account_id":"`+target+`","memo":"payee found"}`); b.status != 201 ||
+		!strings.Contains(string(b.body), res.Credit.JournalID) {
+		t.Fatalf("resolve again: %d %s", b.status, b.body)
+	}
+	errorBody(t, n.bankCall(t, "POST", "002", path, "teller", "T-1", `{"account_id":"`+n.Config.Banks[1].Accounts[2].CoreAccount+`"}`),
+		409, "IDEMPOTENCY_KEY_CONFLICT")
+	n.waitBalances(t, map[[2]string]int64{{"002", "100-9-0000001"}: 0, {"002", target}: q0 + 1300})
+	decodeInto(t, n.bankCall(t, "GET", "002", "/teller/suspense", "teller", "T-1", ""), &list)
+	if len(list.Suspense) != 1 || list.Suspense[0].ResolvedTo != target || list.Suspense[0].ResolutionTxID != res.TxID {
+		t.Fatalf("after resolve %+v", list)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := n.coreBalance(t, "002", target); got != q0+1300 {
+		t.Fatalf("target core %d, want %d (moved once)", got, q0+1300)
+	}
+}

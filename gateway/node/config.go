@@ -79,6 +79,11 @@ type BankConfig struct {
 	// ZenginNames is the name character set of the bank's Zengin files
 	// (file drop): "strict" (default, ｰ refused) or "long-vowel".
 	ZenginNames string `json:"zengin_names,omitempty"`
+	// CustodyAccount is the hash of one of Accounts, the bank's custody
+	// (別段預金) account: a credit for an account the bank does not hold
+	// goes there (adapter.Config.CustodyAccount), and a teller resolves it
+	// (docs/bank-api.md). "": such a credit is refused.
+	CustodyAccount string `json:"custody_account,omitempty"`
 }
 
 // bojOpening is BOJOpening or its default.
@@ -425,6 +430,9 @@ func (c Config) Validate() error {
 		seen[b.BankID] = true
 		if _, err := zengin.ParseNameChars(b.ZenginNames); err != nil {
 			return bad(p+".zengin_names", "%v", err)
+		}
+		if b.CustodyAccount != "" && !slices.ContainsFunc(b.Accounts, func(a Account) bool { return a.Hash == b.CustodyAccount }) {
+			return bad(p+".custody_account", "%q is not one of the bank's accounts", b.CustodyAccount)
 		}
 	}
 	for i, k := range c.APIKeys {

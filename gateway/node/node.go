@@ -415,7 +415,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	c.add(b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
-		RealTime: bc.RealTime, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger,
+		RealTime: bc.RealTime, CustodyAccount: bc.CustodyAccount, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger,
 		Resume: newZCClient(n), Transfers: newZCClient(n)}); err != nil {
 		return nil, err
 	}
