@@ -57,12 +57,7 @@ func (r BankRoute) Pattern() string { return r.Method + " " + r.Path }
 // identity is the caller as the identity headers name it.
 type identity struct{ customer, teller string }
 
-func (i identity) actor() string {
-	if i.teller != "" {
-		return "TELLER:" + i.teller
-	}
-	return "CUSTOMER:" + i.customer
-}
+func (i identity) actor() string { return Decider{CustomerID: i.customer, TellerID: i.teller}.name() }
 
 // Named list bodies of the bank-side routes.
 type (
