@@ -307,7 +307,7 @@ func (a *Adapter) mayUseAccount(r *http.Request, who identity, accountID string)
 		return domainerr.New("MISSING_FIELD", "account_id is required for a customer", map[string]any{"field": "account_id"})
 	}
 	return a.db.Read(r.Context(), func(tx *store.Tx) error {
-		_, err := a.customerAccount(r.Context(), tx, who.customer, accountID)
+		_, err := a.customerAccountTx(r.Context(), tx, who.customer, accountID)
 		return err
 	})
 }

@@ -104,7 +104,7 @@ func (a *Adapter) LinkCustomer(ctx context.Context, customerID, accountID string
 			map[string]any{"customer_id": customerID, "account_id": accountID})
 	}
 	return a.db.Write(ctx, func(tx *store.Tx) error {
-		hash, err := accountByID(ctx, tx, accountID)
+		hash, err := accountByIDTx(ctx, tx, accountID)
 		if err != nil {
 			return err
 		}
@@ -117,8 +117,8 @@ func (a *Adapter) LinkCustomer(ctx context.Context, customerID, accountID string
 	})
 }
 
-// holds reports whether customerID holds the account hash.
-func (a *Adapter) holds(ctx context.Context, tx *store.Tx, customerID, hash string) (bool, error) {
+// holdsTx reports whether customerID holds the account hash.
+func (a *Adapter) holdsTx(ctx context.Context, tx *store.Tx, customerID, hash string) (bool, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterCustomerAccounts WHERE customer_id = ? AND account_hash = ?`,
 		customerID, hash).Scan(&n)
@@ -128,14 +128,14 @@ func (a *Adapter) holds(ctx context.Context, tx *store.Tx, customerID, hash stri
 	return n > 0, nil
 }
 
-// customerAccount resolves an account number a customer names: another
+// customerAccountTx resolves an account number a customer names: another
 // customer's account is ACCOUNT_NOT_FOUND, exactly like a missing one.
-func (a *Adapter) customerAccount(ctx context.Context, tx *store.Tx, customerID, accountID string) (string, error) {
-	hash, err := accountByID(ctx, tx, accountID)
+func (a *Adapter) customerAccountTx(ctx context.Context, tx *store.Tx, customerID, accountID string) (string, error) {
+	hash, err := accountByIDTx(ctx, tx, accountID)
 	if err != nil {
 		return "", err
 	}
-	ok, err := a.holds(ctx, tx, customerID, hash)
+	ok, err := a.holdsTx(ctx, tx, customerID, hash)
 	if err != nil {
 		return "", err
 	}
@@ -197,7 +197,7 @@ func (a *Adapter) Accounts(ctx context.Context, customerID string) ([]AccountVie
 func (a *Adapter) AccountBalance(ctx context.Context, customerID, accountID string) (Balance, error) {
 	var s Shadow
 	err := a.db.Read(ctx, func(tx *store.Tx) error {
-		hash, err := a.resolve(ctx, tx, customerID, accountID)
+		hash, err := a.resolveTx(ctx, tx, customerID, accountID)
 		if err != nil {
 			return err
 		}
@@ -221,11 +221,11 @@ func (a *Adapter) AccountBalance(ctx context.Context, customerID, accountID stri
 	return out, nil
 }
 
-func (a *Adapter) resolve(ctx context.Context, tx *store.Tx, customerID, accountID string) (string, error) {
+func (a *Adapter) resolveTx(ctx context.Context, tx *store.Tx, customerID, accountID string) (string, error) {
 	if customerID == "" {
-		return accountByID(ctx, tx, accountID)
+		return accountByIDTx(ctx, tx, accountID)
 	}
-	return a.customerAccount(ctx, tx, customerID, accountID)
+	return a.customerAccountTx(ctx, tx, customerID, accountID)
 }
 
 const journalCols = `p.ref, p.txid, a.core_account, p.kind, p.direction, p.amount, o.status, COALESCE(p.reversal_of, ''),
@@ -246,7 +246,7 @@ func (a *Adapter) Journals(ctx context.Context, customerID, accountID, txid stri
 		hash := ""
 		if accountID != "" {
 			var err error
-			if hash, err = a.resolve(ctx, tx, customerID, accountID); err != nil {
+			if hash, err = a.resolveTx(ctx, tx, customerID, accountID); err != nil {
 				return err
 			}
 		}
@@ -299,7 +299,7 @@ func (a *Adapter) Cash(ctx context.Context, req CashRequest, direction int, tell
 		if err := a.requireBank(ctx, tx); err != nil {
 			return CashResponse{}, err
 		}
-		hash, err := accountByID(ctx, tx, req.AccountID)
+		hash, err := accountByIDTx(ctx, tx, req.AccountID)
 		if err != nil {
 			return CashResponse{}, err
 		}
@@ -345,7 +345,7 @@ func (a *Adapter) SetAccountStatusByID(ctx context.Context, accountID, status, t
 			map[string]any{"field": "status", "status": status})
 	}
 	var hash string
-	if err := a.db.Read(ctx, func(tx *store.Tx) (err error) { hash, err = accountByID(ctx, tx, accountID); return }); err != nil {
+	if err := a.db.Read(ctx, func(tx *store.Tx) (err error) { hash, err = accountByIDTx(ctx, tx, accountID); return }); err != nil {
 		return AccountView{}, err
 	}
 	if err := a.SetAccountStatus(ctx, hash, status); err != nil {
@@ -549,7 +549,7 @@ func (a *Adapter) ResolveSuspense(ctx context.Context, suspenseID string, req Su
 			return SuspenseResolution{}, domainerr.New("STATE_GUARD", "the custody credit is not applied at the core yet",
 				map[string]any{"suspense_id": suspenseID, "status": status})
 		}
-		hash, err := accountByID(ctx, tx, req.AccountID)
+		hash, err := accountByIDTx(ctx, tx, req.AccountID)
 		if err != nil {
 			return SuspenseResolution{}, err
 		}

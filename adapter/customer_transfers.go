@@ -68,7 +68,7 @@ func (a *Adapter) SubmitCustomerTransfer(ctx context.Context, customerID string,
 	err := a.db.Read(ctx, func(tx *store.Tx) error {
 		if req.PayerAccountID != "" {
 			var err error
-			payer, err = a.customerAccount(ctx, tx, customerID, req.PayerAccountID)
+			payer, err = a.customerAccountTx(ctx, tx, customerID, req.PayerAccountID)
 			return err
 		}
 		hashes, err := queryStrings(ctx, tx, `SELECT account_hash FROM AdapterCustomerAccounts WHERE customer_id = ?`, customerID)

@@ -120,9 +120,9 @@ type CreditResumer interface {
 	ResumeCredit(ctx context.Context, txid string, req bankapi.ResumeCreditRequest) (bankapi.ResumeCreditResponse, error)
 }
 
-// accountByID resolves the bank's account number (core account) to the
+// accountByIDTx resolves the bank's account number (core account) to the
 // account hash ZC uses; ACCOUNT_NOT_FOUND when the bank holds none.
-func accountByID(ctx context.Context, tx *store.Tx, accountID string) (string, error) {
+func accountByIDTx(ctx context.Context, tx *store.Tx, accountID string) (string, error) {
 	var hash string
 	err := tx.QueryRowContext(ctx, `SELECT account_hash FROM AdapterAccounts WHERE core_account = ?`, accountID).Scan(&hash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -203,7 +203,7 @@ func (a *Adapter) CreateFilter(ctx context.Context, req FilterRequest, actor str
 	err = a.db.Write(ctx, func(tx *store.Tx) error {
 		var hash any
 		if req.Scope == ScopeAccount {
-			h, err := accountByID(ctx, tx, req.AccountID)
+			h, err := accountByIDTx(ctx, tx, req.AccountID)
 			if err != nil {
 				return err
 			}
@@ -267,7 +267,7 @@ func (a *Adapter) Filters(ctx context.Context, accountID string) ([]Filter, erro
 		q := `SELECT ` + filterCols + ` FROM AdapterFilters f LEFT JOIN AdapterAccounts a ON a.account_hash = f.account_hash`
 		var args []any
 		if accountID != "" {
-			hash, err := accountByID(ctx, tx, accountID)
+			hash, err := accountByIDTx(ctx, tx, accountID)
 			if err != nil {
 				return err
 			}
@@ -500,8 +500,8 @@ func (a *Adapter) Approvals(ctx context.Context, q ApprovalQuery) ([]Approval, e
 	return out, err
 }
 
-// approval reads one approval and its account hash.
-func (a *Adapter) approval(ctx context.Context, tx *store.Tx, id string) (Approval, string, error) {
+// approvalTx reads one approval and its account hash.
+func (a *Adapter) approvalTx(ctx context.Context, tx *store.Tx, id string) (Approval, string, error) {
 	p, hash, err := a.scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM AdapterApprovals p
 		JOIN AdapterAccounts a ON a.account_hash = p.account_hash WHERE p.approval_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -543,11 +543,11 @@ func (a *Adapter) RespondApproval(ctx context.Context, id string, approved bool,
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
 		var hash string
 		var err error
-		if p, hash, err = a.approval(ctx, tx, id); err != nil {
+		if p, hash, err = a.approvalTx(ctx, tx, id); err != nil {
 			return err
 		}
 		if by.TellerID == "" {
-			owns, err := a.holds(ctx, tx, by.CustomerID, hash)
+			owns, err := a.holdsTx(ctx, tx, by.CustomerID, hash)
 			if err != nil {
 				return err
 			}
