@@ -358,6 +358,20 @@ func (f Filter) matches(req bankapi.ExecuteCreditRequest) bool {
 // held is nil when the credit may be posted. A payee account the bank
 // does not hold is not screened (execute-credit answers for it).
 func (a *Adapter) screenCredit(ctx context.Context, req bankapi.ExecuteCreditRequest) (held *bankapi.ExecuteResponse, err error) {
+	// The common case, no approval of this txid and no active filter that
+	// could apply, costs one read and no commit.
+	var candidates int
+	err = a.db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM AdapterApprovals WHERE txid = ?1) +
+			(SELECT COUNT(*) FROM AdapterFilters WHERE is_active = 1 AND (account_hash = ?2 OR scope = 'BANK'))`,
+			req.TxID, req.PayeeAccountHash).Scan(&candidates)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adapter: screen credit %s: %w", req.TxID, err)
+	}
+	if candidates == 0 {
+		return nil, nil
+	}
 	var refusal error
 	err = a.db.Write(ctx, func(tx *store.Tx) error {
 		// A credit already posted is answered by its replay, whatever
