@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -82,6 +84,15 @@ type Config struct {
 	// bank does not hold is credited there and answered with
 	// custody_detail (spec 004); when empty it is ACCOUNT_NOT_FOUND.
 	CustodyAccount string
+	// Resume tells ZC the payee side's decision on a credit an
+	// incoming-transfer filter held (resume-credit). nil: decisions are
+	// recorded, and respond answers BANK_ERROR until it is configured.
+	Resume CreditResumer
+	// Transfers submits and reads the transfers customers send through the
+	// customer API (ZC's POST /api/transfers and GET /api/transactions
+	// with this bank's own credentials). nil: /me/transfers answers
+	// BANK_ERROR.
+	Transfers TransferPort
 	// InquiryTimeout bounds name inquiries made by name-check (default 2s).
 	InquiryTimeout time.Duration
 	// Identity is the process serving this adapter (coordinator/procid);
@@ -113,6 +124,8 @@ type Adapter struct {
 	currency string
 	accepted map[string]bool // currency and Currencies
 	custody  string
+	resume   CreditResumer
+	xfers    TransferPort
 	keys     *idem.Keys
 	inqWait  time.Duration
 	id       procid.Identity
@@ -120,6 +133,9 @@ type Adapter struct {
 	lease    time.Duration
 	clk      clock.Clock
 	log      *slog.Logger
+	// bankAPI is the bank-side APIs' handler (BankAPI), built once.
+	bankAPIOnce sync.Once
+	bankAPI     http.Handler
 }
 
 // Open opens (creating if needed) the adapter database at cfg.DBPath with
@@ -146,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 // New wires an Adapter on an already opened database (opened by OpenDB).
 func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
-		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, inqWait: cfg.InquiryTimeout,
+		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, resume: cfg.Resume, xfers: cfg.Transfers, inqWait: cfg.InquiryTimeout,
 		clk: cfg.Clock, log: cfg.Logger}
 	if a.clk == nil {
 		a.clk = clock.System{}

@@ -307,9 +307,18 @@ func (a *Adapter) ExecuteDebit(ctx context.Context, req bankapi.ExecuteDebitRequ
 // ExecuteCredit queues a credit for the payee account in the outbox, with
 // the idempotency completion in the same transaction. For an account the
 // bank does not hold it credits the custody account (Config.CustodyAccount)
-// and answers with custody_detail, or ACCOUNT_NOT_FOUND without one.
+// and answers with custody_detail, or ACCOUNT_NOT_FOUND without one. The
+// payee account's incoming-transfer filters run first (screenCredit): a
+// held credit answers HELD with its approval_id, a refused one
+// STATE_GUARD, neither cached under the request_id.
 func (a *Adapter) ExecuteCredit(ctx context.Context, req bankapi.ExecuteCreditRequest) (bankapi.ExecuteResponse, error) {
 	if err := a.validate(&req, req.Amount); err != nil {
+		return bankapi.ExecuteResponse{}, err
+	}
+	if held, err := a.screenCredit(ctx, req); err != nil || held != nil {
+		if held != nil {
+			return *held, nil
+		}
 		return bankapi.ExecuteResponse{}, err
 	}
 	return once(ctx, a, string(bankapi.ExecuteCredit), req.RequestIDValue, req, func(tx *store.Tx) (bankapi.ExecuteResponse, error) {
@@ -691,22 +700,24 @@ func (a *Adapter) InitializeBank(ctx context.Context, req bankapi.InitializeBank
 
 // CleanupBank removes the bank's adapter data when the bank leaves. It
 // refuses (STATE_GUARD) while money is still in motion — postings not
-// APPLIED or WRITTEN_OFF, HELD holds, or OPEN reconciliation drifts —
+// APPLIED or WRITTEN_OFF, HELD holds, credits held for approval
+// (PENDING), or OPEN reconciliation drifts —
 // because deleting them would lose a posting or a Case. The audit log and
 // EntityStateLog are kept.
 func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankRequest) (bankapi.BankResponse, error) {
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
-		var open, held, drifts int
+		var open, held, drifts, approvals int
 		err := tx.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM AdapterOutbox WHERE bank = ?1 AND status NOT IN ('APPLIED','WRITTEN_OFF')),
 			(SELECT COUNT(*) FROM AdapterHolds WHERE status = 'HELD'),
-			(SELECT COUNT(*) FROM AdapterReconDrift WHERE bank_id = ?1 AND status = 'OPEN')`, a.bank).Scan(&open, &held, &drifts)
+			(SELECT COUNT(*) FROM AdapterReconDrift WHERE bank_id = ?1 AND status = 'OPEN'),
+			(SELECT COUNT(*) FROM AdapterApprovals WHERE status = 'PENDING')`, a.bank).Scan(&open, &held, &drifts, &approvals)
 		if err != nil {
 			return fmt.Errorf("adapter: cleanup check: %w", err)
 		}
-		if open+held+drifts > 0 {
+		if open+held+drifts+approvals > 0 {
 			return domainerr.New("STATE_GUARD", "bank still has money in motion; resolve it before cleanup",
-				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts})
+				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts, "pending_approvals": approvals})
 		}
 		for _, q := range []string{
 			`DELETE FROM AdapterPostings`,
@@ -716,6 +727,11 @@ func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankReques
 			`DELETE FROM AdapterScreening`,
 			`DELETE FROM IdempotencyKeys WHERE key LIKE 'ZCREQ:' || ? || ':%'`,
 			`DELETE FROM AdapterReconDrift WHERE bank_id = ?`,
+			`DELETE FROM AdapterApprovals`,
+			`DELETE FROM AdapterFilters`,
+			`DELETE FROM AdapterCustomerAccounts`,
+			`DELETE FROM AdapterCustomerTransfers`,
+			`DELETE FROM AdapterAliases`,
 			`DELETE FROM AdapterAccounts`,
 			`DELETE FROM AdapterBank WHERE bank_id = ?`,
 		} {

@@ -14,6 +14,13 @@
 // its batch window, for the end-of-day reconciliation of every account in
 // one streaming pass. See docs/adapter.md.
 //
+// Each adapter also serves its bank's own customers and tellers (spec 004
+// Bank 顧客API / 行員API / 着金フィルタAPI; BankRoutes, BankAPI): balances by
+// inquiry, cash and suspense postings through the same outbox, and the
+// incoming-transfer filters execute-credit runs, whose held credits are
+// decided here and told to ZC through a CreditResumer. See
+// docs/bank-api.md.
+//
 // It must not import gateway or jobs, must never open or write the core's
 // database, and must not write coordinator tables: it reaches the
 // coordinator only through its public APIs (coordinator/cases to open a

@@ -162,5 +162,6 @@ CREATE TABLE IF NOT EXISTS AdapterAliases (
 
 // Schema is the full DDL of an adapter database: the adapter tables plus
 // outbox.Schema, then the shadow's running totals (shadow_totals.go),
-// whose triggers read both. It is idempotent.
-var Schema = adapterSchema + outbox.Schema + shadowTotalsSchema
+// whose triggers read both, then the bank-side APIs' tables
+// (bankside_schema.go). It is idempotent.
+var Schema = adapterSchema + outbox.Schema + shadowTotalsSchema + bankSideSchema + customerTransfersSchema

@@ -177,6 +177,8 @@ func (g *schemaGen) operation(method, path string, o op) map[string]any {
 		out["security"] = []any{map[string]any{"cronSecret": []string{}}}
 	case authIngress:
 		out["security"] = []any{map[string]any{"zcSignature": []string{}}}
+	case authBank:
+		out["security"] = []any{map[string]any{"apiKey": []string{}}, map[string]any{"bearer": []string{}}}
 	default:
 		out["security"] = []any{}
 	}

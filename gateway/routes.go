@@ -42,6 +42,7 @@ const (
 	authOperator                // as authAPI, and the caller must be the operator
 	authCron                    // X-Cron-Secret (refused 403 without it)
 	authIngress                 // the ZC egress signature (X-ZC-Key-Id, X-ZC-Sig-Time, X-ZC-Sig-Nonce, X-ZC-Signature)
+	authBank                    // the path bank's own participant API key (X-Api-Key / Authorization: Bearer); bank-side APIs
 )
 
 // op is one documented operation.
@@ -251,6 +252,7 @@ func (s *Server) routeTable() []route {
 	t = append(t, s.refundRoutes()...)
 	t = append(t, s.fxRoutes()...)
 	t = append(t, s.gtidRtpRoutes()...)
+	t = append(t, s.bankRoutes()...)
 	return append(t,
 		route{pattern: "/internal/", handler: s.cron(s.notFound), fallback: true},
 		route{pattern: "/", handler: s.notFound, fallback: true})

@@ -123,6 +123,10 @@ type ExecuteDebitRequest struct {
 type ExecuteResponse struct {
 	Result       string       `json:"result"`
 	BankProofRef BankProofRef `json:"bank_proof_ref"`
+	// ApprovalID names the bank's approval request when execute-credit
+	// answers HELD (an incoming-transfer filter holds the credit until the
+	// payee or a teller decides; docs/bank-api.md).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // ---- execute-credit
@@ -135,6 +139,11 @@ type ExecuteCreditRequest struct {
 	DecisionProofRef string `json:"decision_proof_ref"`
 	PayeeAccountHash string `json:"payee_account_hash"`
 	Lane             string `json:"lane,omitempty"`
+	// PayerBankID and PayerAccountHash name the sender for the payee
+	// bank's incoming-transfer filters (SENDER_BLOCK, SENDER_BANK_BLOCK);
+	// additive and optional (n/n-1).
+	PayerBankID      string `json:"payer_bank_id,omitempty"`
+	PayerAccountHash string `json:"payer_account_hash,omitempty"`
 }
 
 // ---- release-reserve

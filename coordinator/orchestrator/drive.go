@@ -500,7 +500,7 @@ func (o *Orchestrator) execFailed(ctx context.Context, r txRow, callErr error, r
 	}
 	if suspendable {
 		if _, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: r.TxID, From: r.State, To: lane.Suspended, ReasonCode: refusedReason,
-			Payload: map[string]any{"bank_reason_code": domainerr.Code(callErr)}}); err != nil {
+			Payload: refusalPayload(callErr)}); err != nil {
 			return err
 		}
 	}
@@ -535,23 +535,29 @@ func (o *Orchestrator) afterDebit(ctx context.Context, r txRow) (bool, error) {
 		}
 		return false, nil
 	}
-	return false, o.executeCredit(ctx, r)
+	return o.executeCredit(ctx, r)
 }
 
 // executeCredit instructs the payee bank (PayeeExecRequested) and, in one
-// commit, records PayeeExecConfirmed and settles.
-func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) error {
+// commit, records PayeeExecConfirmed and settles. A credit the payee
+// bank's incoming-transfer filter holds (HELD) parks the transfer in
+// SUSPENDED until the bank resumes it (ResumeCredit); done is then true.
+func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) (done bool, err error) {
 	var resp bankapi.ExecuteResponse
-	err := o.send(ctx, r.PayeeBank, r.TxID, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
-		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct, Lane: r.Lane}, &resp)
+	err = o.send(ctx, r.PayeeBank, r.TxID, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
+		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct, Lane: r.Lane,
+		PayerBankID: r.PayerBank, PayerAccountHash: r.PayerAcct}, &resp)
 	if err != nil {
-		return o.execFailed(ctx, r, err, ReasonExecCreditFailed)
+		return false, o.execFailed(ctx, r, err, ReasonExecCreditFailed)
+	}
+	if resp.Result == bankapi.ResultHeld {
+		return true, o.creditHeld(ctx, r, resp.ApprovalID)
 	}
 	if resp.Result != bankapi.ResultOK {
-		return o.execFailed(ctx, r, domainerr.New("INVARIANT_VIOLATION", "execute-credit answered "+resp.Result,
+		return false, o.execFailed(ctx, r, domainerr.New("INVARIANT_VIOLATION", "execute-credit answered "+resp.Result,
 			map[string]any{"txid": r.TxID}), ReasonExecCreditFailed)
 	}
-	return o.settle(ctx, r, &resp.BankProofRef)
+	return false, o.settle(ctx, r, &resp.BankProofRef)
 }
 
 // settle records PayeeExecConfirmed (when proof is given) and SETTLED in

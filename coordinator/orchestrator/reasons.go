@@ -40,6 +40,13 @@ const (
 	ReasonRtpNotifyFailed = "RTP_ATTEMPTS_EXHAUSTED" // rtp-notify not delivered in max_attempts -> FAILED
 )
 
+// State reason codes of a credit held by the payee bank's incoming-transfer
+// filter (resume_credit.go, docs/bank-api.md).
+const (
+	ReasonSuspendCreditApproval  = "SUSPEND_CREDIT_APPROVAL_PENDING" // PAYER_EXEC_CONFIRMED -> SUSPENDED until the payee side decides
+	ReasonCreditApprovalRejected = "CREDIT_APPROVAL_REJECTED"        // SUSPENDED -> FAILED_EXECUTION, payer refunded
+)
+
 // Families of state reason codes (spec 004 naming rule).
 const (
 	FamilyWaiting = "WAITING" // 待機理由
@@ -88,6 +95,8 @@ var WrittenReasons = map[string]string{
 	ReasonRtpDeclined:              FamilyEvent,
 	ReasonRtpTimeout:               FamilyWaiting,
 	ReasonRtpNotifyFailed:          FamilyEvent,
+	ReasonSuspendCreditApproval:    FamilyWaiting,
+	ReasonCreditApprovalRejected:   FamilyEvent,
 	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,

@@ -726,3 +726,22 @@ CREATE TABLE IF NOT EXISTS FileDropRefusals (
   created_at  TEXT    NOT NULL,
   PRIMARY KEY (drop_id, record_no)
 );
+
+-- AccountVerifications: one row per account verification ZC asked a bank
+-- for (POST /api/account-verify -> the bank's account-verify ingress; spec
+-- 004 names the table, 003 Transactions.verification_id refers to it).
+-- The bank never returns the holder's stored name: name_provided is what
+-- the requester gave, and the result and score are the bank's answer.
+CREATE TABLE IF NOT EXISTS AccountVerifications (
+  verification_id     TEXT    PRIMARY KEY,              -- 'V-{uuid}'
+  requester_bank_id   TEXT    NOT NULL,                 -- the participant (or 'OPS') that asked
+  target_bank_id      TEXT    NOT NULL,
+  target_account_hash TEXT    NOT NULL,
+  name_provided       TEXT,                             -- the name to verify, as given
+  result              TEXT    NOT NULL,                 -- MATCHED|MISMATCHED|NOT_FOUND
+  match_score         REAL    NOT NULL,
+  fraud_warning       INTEGER NOT NULL DEFAULT 0,
+  request_id          TEXT    NOT NULL,
+  created_at          TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_account_verifications_target ON AccountVerifications(target_bank_id, target_account_hash);

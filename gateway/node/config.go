@@ -58,6 +58,9 @@ type Account struct {
 	// Currency is the account's ISO 4217 currency ("" = JPY); anything
 	// else must be in the bank's Currencies (a foreign-currency deposit).
 	Currency string `json:"currency,omitempty"`
+	// CustomerID is the bank's customer holding this account: it sees the
+	// account on the customer API (X-Customer-Id, docs/bank-api.md).
+	CustomerID string `json:"customer_id,omitempty"`
 }
 
 // BankConfig is one participant bank served by this node.
@@ -87,6 +90,11 @@ type BankConfig struct {
 	// than JPY (ParticipantCurrencyLimits): what it may pay out in them.
 	FxProvider     bool             `json:"fx_provider,omitempty"`
 	CurrencyLimits map[string]int64 `json:"currency_limits,omitempty"`
+	// CustodyAccount is the hash of one of Accounts, the bank's custody
+	// (別段預金) account: a credit for an account the bank does not hold
+	// goes there (adapter.Config.CustodyAccount), and a teller resolves it
+	// (docs/bank-api.md). "": such a credit is refused.
+	CustodyAccount string `json:"custody_account,omitempty"`
 }
 
 // bojOpening is BOJOpening or its default.
@@ -316,7 +324,8 @@ func DefaultConfig() Config {
 		b := BankConfig{BankID: id, Name: fmt.Sprintf("Bank %s", id), HLimit: 10_000_000_000_000, RealTime: true}
 		for n := 1; n <= 3; n++ {
 			b.Accounts = append(b.Accounts, Account{Hash: fmt.Sprintf("h:%s-%04d", id, n),
-				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i, n), Balance: 1_000_000_000})
+				CoreAccount: fmt.Sprintf("100-1-%07d", n), Name: fmt.Sprintf("CUSTOMER %c%d", 'A'+i, n), Balance: 1_000_000_000,
+				CustomerID: fmt.Sprintf("cust-%s-%d", id, n)})
 		}
 		c.Banks = append(c.Banks, b)
 		c.APIKeys = append(c.APIKeys, APIKey{Scope: signing.ScopeParticipant, BankID: id, Name: "bank-" + id, Secret: Secret{Current: randomSecret()}})
@@ -432,6 +441,9 @@ func (c Config) Validate() error {
 		seen[b.BankID] = true
 		if _, err := zengin.ParseNameChars(b.ZenginNames); err != nil {
 			return bad(p+".zengin_names", "%v", err)
+		}
+		if b.CustodyAccount != "" && !slices.ContainsFunc(b.Accounts, func(a Account) bool { return a.Hash == b.CustodyAccount }) {
+			return bad(p+".custody_account", "%q is not one of the bank's accounts", b.CustodyAccount)
 		}
 	}
 	for i, k := range c.APIKeys {

@@ -80,7 +80,7 @@ func TestNodeConfigStrictNamesThePath(t *testing.T) {
 		{"null bank name", "banks[0].name", "want a string, got null", func(m map[string]any) {
 			bankAt(m, 0)["name"] = nil
 		}},
-		{"unknown account key", "banks[1].accounts[2].balance", "unknown field (known: core_account, currency, hash, name, opening_balance, pspr_refs)", func(m map[string]any) {
+		{"unknown account key", "banks[1].accounts[2].balance", "unknown field (known: core_account, currency, customer_id, hash, name, opening_balance, pspr_refs)", func(m map[string]any) {
 			accountAt(m, 1, 2)["balance"] = 5
 		}},
 		{"bool as string", "banks[0].real_time", `want true or false, got the string "yes"`, func(m map[string]any) {

@@ -444,7 +444,8 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	c.add(b.Link.Close)
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
-		RealTime: bc.RealTime, Currencies: bc.Currencies, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger}); err != nil {
+		RealTime: bc.RealTime, Currencies: bc.Currencies, CustodyAccount: bc.CustodyAccount, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger,
+		Resume: newZCClient(n), Transfers: newZCClient(n)}); err != nil {
 		return nil, err
 	}
 	c.add(b.Adapter.Close)
@@ -465,6 +466,11 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		if _, err := b.Adapter.Shadow(ctx, a.Hash); err != nil {
 			if err := b.Adapter.OpenAccountFromCore(ctx, adapter.Account{Hash: a.Hash, CoreAccount: a.CoreAccount, HolderName: a.Name, Currency: a.Currency}); err != nil {
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
+			}
+		}
+		if a.CustomerID != "" {
+			if err := b.Adapter.LinkCustomer(ctx, a.CustomerID, a.CoreAccount); err != nil {
+				return nil, fmt.Errorf("account %s: customer %s: %w", a.Hash, a.CustomerID, err)
 			}
 		}
 		for _, ref := range a.PSPRRefs {

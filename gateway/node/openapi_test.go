@@ -269,6 +269,80 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(409, n, "POST", "/api/rtp/RTP-002-OA-1/decline", k1, nil, "")
 	c.want(200, n, "POST", "/api/rtp/RTP-002-OA-2/decline", k1, nil, "")
 	c.want(404, n, "GET", "/api/rtp/RTP-002-OA-NOPE", ops, nil, "")
+	// the bank-side APIs (docs/bank-api.md), each with the bank's own key
+	cust := func(id string) map[string]string { return map[string]string{"X-Customer-Id": id} }
+	tel := map[string]string{"X-Teller-Id": "T-1"}
+	c.want(200, n, "GET", "/bank/002/v1/me/accounts", k2, cust("cust-002-1"), "")
+	c.want(200, n, "GET", "/bank/002/v1/me/accounts/100-1-0000001/balance", k2, cust("cust-002-1"), "")
+	c.want(200, n, "GET", "/bank/002/v1/me/accounts/100-1-0000001/transactions?limit=5", k2, cust("cust-002-1"), "")
+	c.want(401, n, "GET", "/bank/002/v1/me/accounts", k2, nil, "")
+	c.want(403, n, "GET", "/bank/002/v1/me/accounts", k1, cust("cust-002-1"), "")
+	c.want(404, n, "GET", "/bank/002/v1/me/accounts/100-1-0000002/balance", k2, cust("cust-002-1"), "")
+	manual := c.want(201, n, "POST", "/bank/002/v1/filters", k2, tel,
+		`{"account_id":"100-1-0000002","filter_type":"REQUIRE_APPROVAL","condition":{},"action":"HOLD_MANUAL"}`).field("filter_id")
+	c.want(201, n, "POST", "/bank/002/v1/filters", k2, cust("cust-002-1"), `{"account_id":"100-1-0000001","filter_type":"REQUIRE_APPROVAL","condition":{}}`)
+	c.want(400, n, "POST", "/bank/002/v1/filters", k2, tel, `{"account_id":"100-1-0000001","filter_type":"EDI_PATTERN","condition":{}}`)
+	c.want(200, n, "GET", "/bank/002/v1/filters?account_id=100-1-0000002", k2, tel, "")
+	heldManual := c.want(201, n, "POST", "/bank/001/v1/me/transfers", k1, cust("cust-001-2"),
+		`{"amount":{"value":900,"currency":"JPY"},"payee_bank_id":"002","payee_account_hash":"h:002-0002","lane":"EXPRESS","purpose":"P2P","idempotency_key":"oa-me-1"}`).field("txid")
+	heldConfirm := c.want(201, n, "POST", "/bank/001/v1/me/transfers", k1, cust("cust-001-1"),
+		`{"amount":{"value":800,"currency":"JPY"},"payee_bank_id":"002","payee_account_hash":"h:002-0001","lane":"EXPRESS","purpose":"P2P","idempotency_key":"oa-me-2"}`).field("txid")
+	n.waitState(t, heldManual, "SUSPENDED", 20*time.Second)
+	n.waitState(t, heldConfirm, "SUSPENDED", 20*time.Second)
+	c.want(200, n, "GET", "/bank/001/v1/me/transfers/"+heldManual, k1, cust("cust-001-2"), "")
+	c.want(404, n, "GET", "/bank/001/v1/me/transfers/"+heldManual, k1, cust("cust-001-1"), "")
+	approvalOf := func(a answer) string {
+		var l struct {
+			Approvals []struct {
+				ApprovalID string `json:"approval_id"`
+			} `json:"approvals"`
+		}
+		decodeInto(t, a, &l)
+		if len(l.Approvals) != 1 {
+			t.Fatalf("approvals: %s", a.body)
+		}
+		return l.Approvals[0].ApprovalID
+	}
+	manualID := approvalOf(c.want(200, n, "GET", "/bank/002/v1/teller/approvals?status=PENDING&account_id=100-1-0000002", k2, tel, ""))
+	confirmID := approvalOf(c.want(200, n, "GET", "/bank/002/v1/me/approvals?status=PENDING", k2, cust("cust-002-1"), ""))
+	c.want(403, n, "POST", "/bank/002/v1/me/approvals/"+manualID+"/respond", k2, cust("cust-002-2"), `{"approved":true}`)
+	c.want(200, n, "POST", "/bank/002/v1/me/approvals/"+confirmID+"/respond", k2, cust("cust-002-1"), `{"approved":true}`)
+	c.want(200, n, "POST", "/bank/002/v1/teller/approvals/"+manualID+"/respond", k2, tel, `{"approved":false}`)
+	c.want(409, n, "POST", "/bank/002/v1/teller/approvals/"+manualID+"/respond", k2, tel, `{"approved":true}`)
+	n.waitState(t, heldManual, "FAILED_EXECUTION", 20*time.Second)
+	n.waitState(t, heldConfirm, "SETTLED", 20*time.Second)
+	resume := func(approved bool, bank string) string {
+		return fmt.Sprintf(`{"bank_id":%q,"approval_id":%q,"approved":%t,"decided_by":"TELLER:T-1"}`, bank, manualID, approved)
+	}
+	c.want(200, n, "POST", "/internal/transfers/"+heldManual+"/resume-credit", "", cronHdr, resume(false, "002"))
+	c.want(409, n, "POST", "/internal/transfers/"+heldManual+"/resume-credit", "", cronHdr, resume(true, "002"))
+	c.want(404, n, "POST", "/internal/transfers/"+heldManual+"/resume-credit", "", cronHdr, resume(false, "001"))
+	c.want(400, n, "POST", "/internal/transfers/"+heldManual+"/resume-credit", "", cronHdr, `{"bank_id":"002"}`)
+	c.want(403, n, "POST", "/internal/transfers/"+heldManual+"/resume-credit", "", nil, resume(false, "002"))
+	c.want(200, n, "PATCH", "/bank/002/v1/filters/"+manual, k2, tel, `{"is_active":false}`)
+	c.want(200, n, "DELETE", "/bank/002/v1/filters/"+manual, k2, tel, "")
+	c.want(404, n, "DELETE", "/bank/002/v1/filters/"+manual, k2, tel, "")
+	c.want(201, n, "POST", "/bank/002/v1/teller/cash/deposit", k2, tel, `{"account_id":"100-1-0000003","amount":5000,"idempotency_key":"oa-cash-1"}`)
+	c.want(201, n, "POST", "/bank/002/v1/teller/cash/withdrawal", k2, tel, `{"account_id":"100-1-0000003","amount":2000,"idempotency_key":"oa-cash-2"}`)
+	c.want(409, n, "POST", "/bank/002/v1/teller/cash/withdrawal", k2, tel, `{"account_id":"100-1-0000003","amount":900000000000,"idempotency_key":"oa-cash-3"}`)
+	c.want(415, n, "POST", "/bank/002/v1/teller/cash/deposit", k2, map[string]string{"X-Teller-Id": "T-1", "Content-Type": "text/plain"}, `{}`)
+	c.want(200, n, "GET", "/bank/002/v1/teller/accounts", k2, tel, "")
+	c.want(200, n, "PATCH", "/bank/002/v1/teller/accounts/100-1-0000003/status", k2, tel, `{"status":"FROZEN"}`)
+	c.want(200, n, "PATCH", "/bank/002/v1/teller/accounts/100-1-0000003/status", k2, tel, `{"status":"NORMAL"}`)
+	c.want(400, n, "PATCH", "/bank/002/v1/teller/accounts/100-1-0000003/status", k2, tel, `{"status":"CLOSED"}`)
+	c.want(200, n, "GET", "/bank/002/v1/teller/accounts/100-1-0000003/journals?limit=10", k2, tel, "")
+	c.want(200, n, "GET", "/bank/002/v1/teller/journals?txid="+heldConfirm, k2, tel, "")
+	c.want(200, n, "GET", "/bank/002/v1/teller/suspense", k2, tel, "")
+	c.want(404, n, "POST", "/bank/002/v1/teller/suspense/PNOPE/resolve", k2, tel, `{"account_id":"100-1-0000003"}`)
+	c.want(200, n, "GET", "/bank/002/v1/teller/batch/status", k2, tel, "")
+	c.want(200, n, "GET", "/bank/002/v1/teller/audit-log?limit=20", k2, tel, "")
+	// account-verify and cleanup-bank from ZC
+	v := c.want(201, n, "POST", "/api/account-verify", k1, nil, `{"target_bank_id":"002","target_account_id":"h:002-0001","name_to_verify":"CUSTOMER B1"}`)
+	c.want(200, n, "GET", "/api/account-verify/"+v.field("verification_id"), k1, nil, "")
+	c.want(404, n, "GET", "/api/account-verify/"+v.field("verification_id"), k2, nil, "")
+	c.want(409, n, "POST", "/api/participants/002/cleanup", ops, nil, `{"requested_by":"ops"}`)
+	c.want(404, n, "POST", "/api/participants/0099/cleanup", ops, nil, `{"requested_by":"ops"}`) // inactive, no transfer, but no bank serves it (the 200 is TestCleanupBankThroughTheAdapter's)
+
 	// every bank ingress command, signed with the ZC egress key
 	signer, err := loadSigningKey(context.Background(), filepath.Join(n.DataDir, SigningKeyFile), n.Keys, n.clk)
 	if err != nil {
