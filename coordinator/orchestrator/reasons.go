@@ -30,6 +30,13 @@ const (
 	ReasonHLimitExceeded       = "H_LIMIT_EXCEEDED"        // ZC H limit reached -> DECIDED_CANCEL
 	ReasonPrecheckExpired      = "REJECT_PRECHECK_EXPIRED" // expires_at passed before the precheck (001 §13.1)
 	ReasonIGSFailed            = "IGS_FAILED"              // BOJ venue could not settle -> SUSPENDED
+
+	// Mandate refusals at precheck (spec 000 §11.2-e; the 004 catalog
+	// codes): RECEIVED -> DECIDED_CANCEL with PreCheckFailed (mandate.go).
+	ReasonMandateNotFound = "MANDATE_NOT_FOUND"
+	ReasonMandateRevoked  = "MANDATE_REVOKED"
+	ReasonMandateExpired  = "MANDATE_EXPIRED"
+	ReasonMandateBreach   = "MANDATE_BREACH"
 )
 
 // Families of state reason codes (spec 004 naming rule).
@@ -75,6 +82,10 @@ var WrittenReasons = map[string]string{
 	ReasonHLimitExceeded:           FamilyEvent,
 	ReasonPrecheckExpired:          FamilyEvent,
 	ReasonIGSFailed:                FamilyEvent,
+	ReasonMandateNotFound:          FamilyEvent,
+	ReasonMandateRevoked:           FamilyEvent,
+	ReasonMandateExpired:           FamilyEvent,
+	ReasonMandateBreach:            FamilyEvent,
 	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,
