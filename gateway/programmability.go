@@ -82,7 +82,9 @@ func (s *Server) programmabilityRoutes() []route {
 	}
 }
 
-func (s *Server) evaluator() *conditions.Evaluator { return conditions.NewEvaluator(s.cfg.DB, s.clk, nil) }
+func (s *Server) evaluator() *conditions.Evaluator {
+	return conditions.NewEvaluator(s.cfg.DB, s.clk, nil)
+}
 
 func (s *Server) mandates() *mandate.Mandates { return mandate.New(s.cfg.DB, s.clk) }
 
@@ -219,7 +221,7 @@ func (s *Server) checkMandate(w http.ResponseWriter, r *http.Request) {
 		_, err := s.ownMandate(r, p, req.MandateID)
 		if domainerr.Has(err, "MANDATE_NOT_FOUND") {
 			writeJSON(w, http.StatusOK, mandate.Verdict{ReasonCode: "MANDATE_NOT_FOUND", Why: req.MandateID + ": no such mandate",
-				Links: []mandate.Link{{MandateID: req.MandateID, ReasonCode: "MANDATE_NOT_FOUND", Why: "no such mandate"}},
+				Links:     []mandate.Link{{MandateID: req.MandateID, ReasonCode: "MANDATE_NOT_FOUND", Why: "no such mandate"}},
 				CheckedAt: clock.Stamp(s.clk.Now())})
 			return
 		}
