@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/signing"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 // t0 is 2026-12-03 10:00 JST.
@@ -34,14 +34,14 @@ type env struct {
 	n    int
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvOn(t, storetest.SQLite) }
+
+// newEnvOn is newEnv on backend b (storetest.Each runs a test on SQLite
+// and, when a server answers, PostgreSQL).
+func newEnvOn(t *testing.T, b storetest.Backend) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "zc.db"), store.Schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, b, "zc", store.Schema)
 	clk := clock.NewManual(t0)
 	e := &env{t: t, ctx: ctx, db: db, clk: clk, tpls: NewTemplates(db, clk), atts: NewAttestations(db, clk),
 		ev: NewEvaluator(db, clk, nil), priv: map[string]ed25519.PrivateKey{}}
@@ -159,78 +159,84 @@ func TestRecordAttestationChecks(t *testing.T) {
 // TestRecordRaceStoresOnce: N goroutines deliver the same attestation;
 // exactly one stores it, the others are SIGNATURE_REPLAYED.
 func TestRecordRaceStoresOnce(t *testing.T) {
-	e := newEnv(t)
-	e.template(Template{TemplateID: "TPL-INSPECT", AllowedAttesterScope: []string{"OPA"}})
-	a := e.att("TPL-INSPECT", "HTLC-1", "KEY-A1", ResultPass, t0)
-	const n = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- e.atts.Record(e.ctx, a) }()
-	}
-	wg.Wait()
-	close(errs)
-	ok, replayed := 0, 0
-	for err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case domainerr.Code(err) == "SIGNATURE_REPLAYED":
-			replayed++
-		default:
-			t.Errorf("unexpected %v", err)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newEnvOn(t, b)
+		e.template(Template{TemplateID: "TPL-INSPECT", AllowedAttesterScope: []string{"OPA"}})
+		a := e.att("TPL-INSPECT", "HTLC-1", "KEY-A1", ResultPass, t0)
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- e.atts.Record(e.ctx, a) }()
 		}
-	}
-	if ok != 1 || replayed != n-1 || e.count(`SELECT COUNT(*) FROM Attestation`) != 1 {
-		t.Fatalf("ok %d replayed %d rows %d; want 1, %d, 1", ok, replayed, e.count(`SELECT COUNT(*) FROM Attestation`), n-1)
-	}
+		wg.Wait()
+		close(errs)
+		ok, replayed := 0, 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case domainerr.Code(err) == "SIGNATURE_REPLAYED":
+				replayed++
+			default:
+				t.Errorf("unexpected %v", err)
+			}
+		}
+		if ok != 1 || replayed != n-1 || e.count(`SELECT COUNT(*) FROM Attestation`) != 1 {
+			t.Fatalf("ok %d replayed %d rows %d; want 1, %d, 1", ok, replayed, e.count(`SELECT COUNT(*) FROM Attestation`), n-1)
+		}
+	})
 }
 
 func TestQuorumCountsOperatorsNotKeys(t *testing.T) {
-	e := newEnv(t)
-	e.template(Template{TemplateID: "TPL-DOCS", AllowedAttesterScope: []string{"OPA", "OPB", "OPC"}, MinAttesterQuorum: 2})
-	expr := `{"template_id":"TPL-DOCS"}`
-	e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-A1", ResultPass, t0))
-	e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-A2", ResultPass, t0))
-	d := e.eval(expr, "HTLC-1")
-	if d.Allowed || len(d.Reasons[0].Leaf.Quorum.Pass) != 1 {
-		t.Fatalf("two keys of one operator: %+v, want 1 of 2 operators and not allowed", d.Reasons[0])
-	}
-	e.record(e.att("TPL-DOCS", "HTLC-2", "KEY-B", ResultPass, t0)) // another subject does not count
-	if d := e.eval(expr, "HTLC-1"); d.Allowed {
-		t.Fatal("an attestation about another subject counted")
-	}
-	e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-B", ResultPass, t0))
-	d = e.eval(expr, "HTLC-1")
-	if !d.Allowed || strings.Join(d.Satisfied, ",") != "TPL-DOCS" || d.Reasons[0].Why != "2 of 2 required distinct attester operators attested PASS" {
-		t.Fatalf("two operators: %+v", d)
-	}
-	// Freshness: 61 minutes later the PASSes no longer count.
-	e.clk.Advance(61 * time.Minute)
-	if d := e.eval(expr, "HTLC-1"); d.Allowed {
-		t.Fatal("stale attestations still satisfy the leaf")
-	}
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newEnvOn(t, b)
+		e.template(Template{TemplateID: "TPL-DOCS", AllowedAttesterScope: []string{"OPA", "OPB", "OPC"}, MinAttesterQuorum: 2})
+		expr := `{"template_id":"TPL-DOCS"}`
+		e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-A1", ResultPass, t0))
+		e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-A2", ResultPass, t0))
+		d := e.eval(expr, "HTLC-1")
+		if d.Allowed || len(d.Reasons[0].Leaf.Quorum.Pass) != 1 {
+			t.Fatalf("two keys of one operator: %+v, want 1 of 2 operators and not allowed", d.Reasons[0])
+		}
+		e.record(e.att("TPL-DOCS", "HTLC-2", "KEY-B", ResultPass, t0)) // another subject does not count
+		if d := e.eval(expr, "HTLC-1"); d.Allowed {
+			t.Fatal("an attestation about another subject counted")
+		}
+		e.record(e.att("TPL-DOCS", "HTLC-1", "KEY-B", ResultPass, t0))
+		d = e.eval(expr, "HTLC-1")
+		if !d.Allowed || strings.Join(d.Satisfied, ",") != "TPL-DOCS" || d.Reasons[0].Why != "2 of 2 required distinct attester operators attested PASS" {
+			t.Fatalf("two operators: %+v", d)
+		}
+		// Freshness: 61 minutes later the PASSes no longer count.
+		e.clk.Advance(61 * time.Minute)
+		if d := e.eval(expr, "HTLC-1"); d.Allowed {
+			t.Fatal("stale attestations still satisfy the leaf")
+		}
+	})
 }
 
 func TestEquivocationFailsClosedOnlyItsLeaf(t *testing.T) {
-	e := newEnv(t)
-	e.template(Template{TemplateID: "TPL-SANCTIONS", AllowedAttesterScope: []string{"OPA", "OPB"}})
-	e.template(Template{TemplateID: "TPL-DELIVERY", AllowedAttesterScope: []string{"OPC"}})
-	e.record(e.att("TPL-SANCTIONS", "HTLC-1", "KEY-A1", ResultPass, t0))
-	e.record(e.att("TPL-SANCTIONS", "HTLC-1", "KEY-B", ResultFail, t0))
-	e.record(e.att("TPL-DELIVERY", "HTLC-1", "KEY-C", ResultPass, t0))
-	d := e.eval(`{"op":"OR","operands":[{"template_id":"TPL-SANCTIONS"},{"template_id":"TPL-DELIVERY"}]}`, "HTLC-1")
-	if !d.Allowed || strings.Join(d.Equivocated, ",") != "TPL-SANCTIONS" || strings.Join(d.Missing, ",") != "TPL-SANCTIONS" {
-		t.Fatalf("OR over an equivocated and a satisfied leaf: %+v", d)
-	}
-	if l := d.Reasons[1].Leaf; l.Satisfied || !l.Equivocated || !strings.HasPrefix(d.Reasons[1].Why, "ATTESTATION_EQUIVOCATION") {
-		t.Fatalf("equivocated leaf: %+v", d.Reasons[1])
-	}
-	d = e.eval(`{"op":"AND","operands":[{"template_id":"TPL-SANCTIONS"},{"template_id":"TPL-DELIVERY"}]}`, "HTLC-1")
-	if d.Allowed {
-		t.Fatal("AND with an equivocated leaf was allowed")
-	}
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newEnvOn(t, b)
+		e.template(Template{TemplateID: "TPL-SANCTIONS", AllowedAttesterScope: []string{"OPA", "OPB"}})
+		e.template(Template{TemplateID: "TPL-DELIVERY", AllowedAttesterScope: []string{"OPC"}})
+		e.record(e.att("TPL-SANCTIONS", "HTLC-1", "KEY-A1", ResultPass, t0))
+		e.record(e.att("TPL-SANCTIONS", "HTLC-1", "KEY-B", ResultFail, t0))
+		e.record(e.att("TPL-DELIVERY", "HTLC-1", "KEY-C", ResultPass, t0))
+		d := e.eval(`{"op":"OR","operands":[{"template_id":"TPL-SANCTIONS"},{"template_id":"TPL-DELIVERY"}]}`, "HTLC-1")
+		if !d.Allowed || strings.Join(d.Equivocated, ",") != "TPL-SANCTIONS" || strings.Join(d.Missing, ",") != "TPL-SANCTIONS" {
+			t.Fatalf("OR over an equivocated and a satisfied leaf: %+v", d)
+		}
+		if l := d.Reasons[1].Leaf; l.Satisfied || !l.Equivocated || !strings.HasPrefix(d.Reasons[1].Why, "ATTESTATION_EQUIVOCATION") {
+			t.Fatalf("equivocated leaf: %+v", d.Reasons[1])
+		}
+		d = e.eval(`{"op":"AND","operands":[{"template_id":"TPL-SANCTIONS"},{"template_id":"TPL-DELIVERY"}]}`, "HTLC-1")
+		if d.Allowed {
+			t.Fatal("AND with an equivocated leaf was allowed")
+		}
+	})
 }
 
 func appendEntry(t *testing.T, e *env, ev finality.Event) {
@@ -244,49 +250,51 @@ func appendEntry(t *testing.T, e *env, ev finality.Event) {
 }
 
 func TestLedgerPredicates(t *testing.T) {
-	e := newEnv(t)
-	e.template(Template{TemplateID: "TPL-TX2-SETTLED", LedgerPredicate: &Predicate{Type: TxReachedState, TxID: "TX-2", States: []string{"SETTLED"}}})
-	e.template(Template{TemplateID: "TPL-GT-SETTLED", LedgerPredicate: &Predicate{Type: GtidReachedState, GTID: "GT-1", States: []string{"GT_SETTLED"}}})
-	// 12:00 JST written without an offset, and 03:00Z: the same instant.
-	e.template(Template{TemplateID: "TPL-AFTER-NOON", LedgerPredicate: &Predicate{Type: TimeAfter, At: "2026-12-03T12:00"}})
-	e.template(Template{TemplateID: "TPL-BEFORE-NOON", LedgerPredicate: &Predicate{Type: TimeBefore, At: "2026-12-03T03:00:00Z"}})
-	cases := []struct {
-		name string
-		do   func()
-		want map[string]bool
-	}{
-		{"10:00 JST, nothing reached", func() {},
-			map[string]bool{"TPL-TX2-SETTLED": false, "TPL-GT-SETTLED": false, "TPL-AFTER-NOON": false, "TPL-BEFORE-NOON": true}},
-		{"TX-2 passes PRECHECKED only", func() {
-			appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.PreCheckPassed, StateFrom: "RECEIVED", StateTo: "PRECHECKED"})
-		}, map[string]bool{"TPL-TX2-SETTLED": false}},
-		{"TX-2 settles, a leg of GT-1 settles (not the aggregate)", func() {
-			appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.Settled, StateFrom: "PAYEE_CREDIT_CONFIRMED", StateTo: "SETTLED"})
-			appendEntry(t, e, finality.Event{TxID: "TX-9", GTID: "GT-1", Type: finality.Settled, StateFrom: "X", StateTo: "GT_SETTLED"})
-		}, map[string]bool{"TPL-TX2-SETTLED": true, "TPL-GT-SETTLED": false}},
-		{"TX-2 later moves on: still reached (monotone)", func() {
-			appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.PreCheckPassed, StateFrom: "SETTLED", StateTo: "OTHER"})
-		}, map[string]bool{"TPL-TX2-SETTLED": true}},
-		{"GT-1 aggregate settles", func() {
-			appendEntry(t, e, finality.Event{GTID: "GT-1", Type: finality.Settled, StateFrom: "GT_DECIDED_TO_SETTLE", StateTo: "GT_SETTLED"})
-		}, map[string]bool{"TPL-GT-SETTLED": true}},
-		{"11:59:59 JST", func() { e.clk.Set(time.Date(2026, 12, 3, 11, 59, 59, 0, clock.JST)) },
-			map[string]bool{"TPL-AFTER-NOON": false, "TPL-BEFORE-NOON": true}},
-		{"12:00:00 JST exactly", func() { e.clk.Set(time.Date(2026, 12, 3, 12, 0, 0, 0, clock.JST)) },
-			map[string]bool{"TPL-AFTER-NOON": true, "TPL-BEFORE-NOON": false}},
-	}
-	for _, c := range cases {
-		c.do()
-		for tpl, want := range c.want {
-			d := e.eval(`{"template_id":"`+tpl+`"}`, "")
-			if d.Allowed != want {
-				t.Errorf("%s: %s = %v (%s), want %v", c.name, tpl, d.Allowed, d.Reasons[0].Why, want)
-			}
-			if p := d.Reasons[0].Leaf.Predicate; p == nil || p.EvaluatedAt != clock.Stamp(e.clk.Now()) {
-				t.Errorf("%s: %s predicate value %+v does not record the instant used", c.name, tpl, p)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newEnvOn(t, b)
+		e.template(Template{TemplateID: "TPL-TX2-SETTLED", LedgerPredicate: &Predicate{Type: TxReachedState, TxID: "TX-2", States: []string{"SETTLED"}}})
+		e.template(Template{TemplateID: "TPL-GT-SETTLED", LedgerPredicate: &Predicate{Type: GtidReachedState, GTID: "GT-1", States: []string{"GT_SETTLED"}}})
+		// 12:00 JST written without an offset, and 03:00Z: the same instant.
+		e.template(Template{TemplateID: "TPL-AFTER-NOON", LedgerPredicate: &Predicate{Type: TimeAfter, At: "2026-12-03T12:00"}})
+		e.template(Template{TemplateID: "TPL-BEFORE-NOON", LedgerPredicate: &Predicate{Type: TimeBefore, At: "2026-12-03T03:00:00Z"}})
+		cases := []struct {
+			name string
+			do   func()
+			want map[string]bool
+		}{
+			{"10:00 JST, nothing reached", func() {},
+				map[string]bool{"TPL-TX2-SETTLED": false, "TPL-GT-SETTLED": false, "TPL-AFTER-NOON": false, "TPL-BEFORE-NOON": true}},
+			{"TX-2 passes PRECHECKED only", func() {
+				appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.PreCheckPassed, StateFrom: "RECEIVED", StateTo: "PRECHECKED"})
+			}, map[string]bool{"TPL-TX2-SETTLED": false}},
+			{"TX-2 settles, a leg of GT-1 settles (not the aggregate)", func() {
+				appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.Settled, StateFrom: "PAYEE_CREDIT_CONFIRMED", StateTo: "SETTLED"})
+				appendEntry(t, e, finality.Event{TxID: "TX-9", GTID: "GT-1", Type: finality.Settled, StateFrom: "X", StateTo: "GT_SETTLED"})
+			}, map[string]bool{"TPL-TX2-SETTLED": true, "TPL-GT-SETTLED": false}},
+			{"TX-2 later moves on: still reached (monotone)", func() {
+				appendEntry(t, e, finality.Event{TxID: "TX-2", Type: finality.PreCheckPassed, StateFrom: "SETTLED", StateTo: "OTHER"})
+			}, map[string]bool{"TPL-TX2-SETTLED": true}},
+			{"GT-1 aggregate settles", func() {
+				appendEntry(t, e, finality.Event{GTID: "GT-1", Type: finality.Settled, StateFrom: "GT_DECIDED_TO_SETTLE", StateTo: "GT_SETTLED"})
+			}, map[string]bool{"TPL-GT-SETTLED": true}},
+			{"11:59:59 JST", func() { e.clk.Set(time.Date(2026, 12, 3, 11, 59, 59, 0, clock.JST)) },
+				map[string]bool{"TPL-AFTER-NOON": false, "TPL-BEFORE-NOON": true}},
+			{"12:00:00 JST exactly", func() { e.clk.Set(time.Date(2026, 12, 3, 12, 0, 0, 0, clock.JST)) },
+				map[string]bool{"TPL-AFTER-NOON": true, "TPL-BEFORE-NOON": false}},
+		}
+		for _, c := range cases {
+			c.do()
+			for tpl, want := range c.want {
+				d := e.eval(`{"template_id":"`+tpl+`"}`, "")
+				if d.Allowed != want {
+					t.Errorf("%s: %s = %v (%s), want %v", c.name, tpl, d.Allowed, d.Reasons[0].Why, want)
+				}
+				if p := d.Reasons[0].Leaf.Predicate; p == nil || p.EvaluatedAt != clock.Stamp(e.clk.Now()) {
+					t.Errorf("%s: %s predicate value %+v does not record the instant used", c.name, tpl, p)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestMissingOrInactiveTemplateFailsClosed(t *testing.T) {
