@@ -56,7 +56,7 @@ func (e *ParseError) Error() string {
 	if tok == "" {
 		tok = "end of input"
 	}
-	return fmt.Sprintf("condition_expr: offset %d at %s: %s", e.Offset, tok, e.Why)
+	return fmt.Sprintf("condition_expr: at offset %d (%s): %s", e.Offset, tok, e.Why)
 }
 
 // Parse parses and checks a condition expression (JSON):

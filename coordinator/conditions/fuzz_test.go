@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"context"
 	"errors"
 	"testing"
 )
@@ -38,6 +39,33 @@ func FuzzParse(f *testing.F) {
 		b, rb := e.Eval(odd)
 		if a != b || len(ra) != len(rb) || ra[0].Value != a {
 			t.Fatalf("Eval is not deterministic: %v %v", a, b)
+		}
+	})
+}
+
+// FuzzParsePredicate: the ledger_predicate_json decoder never panics, and
+// a predicate it accepts passes Check and resolves (TIME_*) without error.
+func FuzzParsePredicate(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"TX_REACHED_STATE","txid":"TX-1","states":["SETTLED"]}`,
+		`{"type":"GTID_REACHED_STATE","gtid":"GT-1","states":["GT_SETTLED"]}`,
+		`{"type":"TIME_AFTER","at":"2026-12-03T12:00"}`, `{"type":"TIME_BEFORE","at":"2026-12-03T03:00:00Z"}`,
+		`{"type":"TIME_AFTER"}`, `{"type":"X","at":1}`, `{}`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		p, err := ParsePredicate(doc)
+		if err != nil {
+			return
+		}
+		if err := p.Check(); err != nil {
+			t.Fatalf("accepted predicate fails Check: %v", err)
+		}
+		if p.Type == TimeAfter || p.Type == TimeBefore {
+			if _, err := p.Resolve(context.Background(), nil, t0); err != nil {
+				t.Fatalf("accepted TIME predicate does not resolve: %v", err)
+			}
 		}
 	})
 }
