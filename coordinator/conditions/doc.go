@@ -22,8 +22,9 @@
 // CONDITION_EXPR_INVALID wrapping a *ParseError (Offset, Token, Why) for a
 // malformed expression; a database failure. A missing, INACTIVE or
 // equivocated template is not an error: its leaf is false (fail-closed).
-// Evaluate never writes; the caller that acts on an equivocation opens the
-// ATTESTATION_EQUIVOCATION Case.
+// Evaluate never writes; the caller that acts on a Decision opens the
+// ATTESTATION_EQUIVOCATION Cases with OpenEquivocationCasesTx in the
+// transaction that records it (one Case per template and subject).
 //
 // The other parts:
 //   - Parse: the expression grammar with typed positioned errors and
@@ -36,7 +37,7 @@
 //   - Evaluator.Validate and Inputs.Assume: the read-only dry runs of
 //     POST /api/conditions/validate and /simulate.
 //
-// It imports coordinator/store, clock, domainerr, ident, params, signing
-// and strictjson only. docs/programmability.md has the grammar and the
+// It imports coordinator/store, cases, clock, domainerr, ident, params,
+// signing and strictjson only. docs/programmability.md has the grammar and the
 // decisions.
 package conditions

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -231,6 +232,25 @@ func TestEquivocationFailsClosedOnlyItsLeaf(t *testing.T) {
 		}
 		if l := d.Reasons[1].Leaf; l.Satisfied || !l.Equivocated || !strings.HasPrefix(d.Reasons[1].Why, "ATTESTATION_EQUIVOCATION") {
 			t.Fatalf("equivocated leaf: %+v", d.Reasons[1])
+		}
+		// The acting caller opens one Case per (template, subject); a second
+		// evaluation joins it.
+		cs := cases.New(e.clk, nil, 0)
+		for i, wantCreated := range []bool{true, false} {
+			var opened []cases.Opened
+			if err := e.db.Write(e.ctx, func(tx *store.Tx) error {
+				var err error
+				opened, err = OpenEquivocationCasesTx(e.ctx, tx, cs, d, "HTLC-1", "")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(opened) != 1 || opened[0].Created != wantCreated {
+				t.Fatalf("open #%d: %+v, want one case, created %v", i, opened, wantCreated)
+			}
+		}
+		if n := e.count(`SELECT COUNT(*) FROM Cases WHERE reason_code = 'ATTESTATION_EQUIVOCATION' AND state = 'OPEN'`); n != 1 {
+			t.Fatalf("%d open equivocation cases, want 1", n)
 		}
 		d = e.eval(`{"op":"AND","operands":[{"template_id":"TPL-SANCTIONS"},{"template_id":"TPL-DELIVERY"}]}`, "HTLC-1")
 		if d.Allowed {
