@@ -53,19 +53,26 @@ type Decision struct {
 type Evaluator struct {
 	db     *store.DB
 	clk    clock.Clock
-	ledger Ledger
+	ledger Ledger // nil: FinalityLog read in the evaluation's transaction
 }
 
 // NewEvaluator returns an Evaluator on the coordinator database (clk nil:
-// system clock; ledger nil: DBLedger on db).
+// system clock). ledger nil, the usual case, reads the *_REACHED_STATE
+// predicates from FinalityLog in the same read transaction as the
+// templates and attestations, so every leaf of one evaluation sees one
+// snapshot; another Ledger is asked separately.
 func NewEvaluator(db *store.DB, clk clock.Clock, ledger Ledger) *Evaluator {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	if ledger == nil {
-		ledger = DBLedger{DB: db}
-	}
 	return &Evaluator{db: db, clk: clk, ledger: ledger}
+}
+
+// txLedger is Ledger inside one read transaction.
+type txLedger struct{ tx *store.Tx }
+
+func (l txLedger) ReachedState(ctx context.Context, kind PredicateType, id string, states []string) (string, error) {
+	return ReachedStateTx(ctx, l.tx, kind, id, states)
 }
 
 // Invalid wraps a parse failure as CONDITION_EXPR_INVALID, carrying the
@@ -108,14 +115,17 @@ func (e *Evaluator) EvaluateExpr(ctx context.Context, x *Expr, in Inputs) (Decis
 			}
 			leaves[id] = LeafResult{Source: SourceAssumed, Satisfied: set[id], Why: why}
 		}
-	} else {
+	} else if err := e.db.Read(ctx, func(tx *store.Tx) error {
 		for _, id := range x.Templates() {
-			lr, err := e.leaf(ctx, id, in.Subject, now)
+			lr, err := e.leaf(ctx, tx, id, in.Subject, now)
 			if err != nil {
-				return Decision{}, err
+				return err
 			}
 			leaves[id] = lr
 		}
+		return nil
+	}); err != nil {
+		return Decision{}, err
 	}
 	allowed, reasons := x.Eval(func(id string) LeafResult { return leaves[id] })
 	d := Decision{Allowed: allowed, Reasons: reasons, Satisfied: []string{}, Missing: []string{}, Equivocated: []string{},
@@ -134,14 +144,10 @@ func (e *Evaluator) EvaluateExpr(ctx context.Context, x *Expr, in Inputs) (Decis
 	return d, nil
 }
 
-// leaf resolves one template at now.
-func (e *Evaluator) leaf(ctx context.Context, id, subject string, now time.Time) (LeafResult, error) {
-	var tpl Template
-	err := e.db.Read(ctx, func(tx *store.Tx) error {
-		var err error
-		tpl, err = GetTemplateTx(ctx, tx, id)
-		return err
-	})
+// leaf resolves one template at now inside the evaluation's read
+// transaction.
+func (e *Evaluator) leaf(ctx context.Context, tx *store.Tx, id, subject string, now time.Time) (LeafResult, error) {
+	tpl, err := GetTemplateTx(ctx, tx, id)
 	if domainerr.Has(err, "TEMPLATE_NOT_WHITELISTED") {
 		return LeafResult{Source: SourceNotWhitelisted, Why: "TEMPLATE_NOT_WHITELISTED: no such template"}, nil
 	}
@@ -152,18 +158,18 @@ func (e *Evaluator) leaf(ctx context.Context, id, subject string, now time.Time)
 		return LeafResult{Source: SourceNotWhitelisted, Why: "TEMPLATE_NOT_WHITELISTED: template is " + tpl.Status}, nil
 	}
 	if p := tpl.LedgerPredicate; p != nil {
-		v, err := p.Resolve(ctx, e.ledger, now)
+		var l Ledger = txLedger{tx}
+		if e.ledger != nil {
+			l = e.ledger
+		}
+		v, err := p.Resolve(ctx, l, now)
 		if err != nil {
 			return LeafResult{}, err
 		}
 		return LeafResult{Source: SourceLedgerPredicate, Satisfied: v.Value, Why: predicateWhy(v), Predicate: &v}, nil
 	}
-	var q QuorumResult
-	if err := e.db.Read(ctx, func(tx *store.Tx) error {
-		var err error
-		q, err = QuorumTx(ctx, tx, tpl, subject, now)
-		return err
-	}); err != nil {
+	q, err := QuorumTx(ctx, tx, tpl, subject, now)
+	if err != nil {
 		return LeafResult{}, err
 	}
 	lr := LeafResult{Source: SourceAttestation, Quorum: &q, Equivocated: q.Equivocated}

@@ -24,7 +24,7 @@ import (
 var t0 = time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC)
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	db   *store.DB
 	clk  *clock.Manual
@@ -39,7 +39,7 @@ func newEnv(t *testing.T) *env { return newEnvOn(t, storetest.SQLite) }
 
 // newEnvOn is newEnv on backend b (storetest.Each runs a test on SQLite
 // and, when a server answers, PostgreSQL).
-func newEnvOn(t *testing.T, b storetest.Backend) *env {
+func newEnvOn(t testing.TB, b storetest.Backend) *env {
 	t.Helper()
 	ctx := context.Background()
 	db := storetest.Open(t, b, "zc", store.Schema)
