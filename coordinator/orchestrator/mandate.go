@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -28,7 +29,14 @@ var mandateReasons = map[string]string{
 // PreCheckFailed entry carrying the verdict and the MANDATE_* reason code
 // (H and the daily total given back by the cancel primitive), then
 // CANCELLED; nothing was sent to a bank, so nothing moved.
+//
+// The stored request (r.RequestJSON, the PaymentInitiated as accepted,
+// mandate_id omitted when empty) is the prefilter, so a transfer without a
+// mandate costs no statement here; Transactions.mandate_id decides.
 func (o *Orchestrator) checkMandate(ctx context.Context, r txRow, now time.Time) (verdict *mandate.Verdict, refused bool, err error) {
+	if !strings.Contains(r.RequestJSON, `"mandate_id":`) {
+		return nil, false, nil
+	}
 	var v mandate.Verdict
 	var cited bool
 	err = o.db.Read(ctx, func(tx *store.Tx) error {
