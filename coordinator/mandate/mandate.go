@@ -24,11 +24,14 @@ const IDPrefix = "MANDATE-"
 // MaxChain bounds a delegation chain (a mandate and its ancestors).
 const MaxChain = 8
 
-// Mandate statuses, and its EntityStateLog entity type.
+// Mandate statuses, its EntityStateLog entity type and event types (not
+// FinalityLog events: a mandate has no transfer chain).
 const (
 	StatusActive  = "ACTIVE"
 	StatusRevoked = "REVOKED"
 	EntityType    = "MANDATE"
+	EventCreated  = "MandateCreated"
+	EventRevoked  = "MandateRevoked"
 )
 
 func init() {
@@ -223,7 +226,7 @@ func (ms *Mandates) Create(ctx context.Context, m Mandate, actor string) (Mandat
 			return invalid("mandate_id", "a mandate with this id already exists", m.MandateID)
 		}
 		return entitystate.Record(ctx, tx, ms.clk, entitystate.Fact{EntityType: EntityType, EntityID: m.MandateID,
-			EventType: "MandateCreated", To: StatusActive, Actor: actor, Payload: m})
+			EventType: EventCreated, To: StatusActive, Actor: actor, Payload: m})
 	})
 	return m, err
 }
@@ -280,7 +283,7 @@ func (ms *Mandates) Revoke(ctx context.Context, id, actor string) (bool, error) 
 			return err
 		}
 		res, err := entitystate.Transition(ctx, tx, ms.clk, entitystate.Change{EntityType: EntityType, EntityID: id,
-			From: []string{StatusActive}, To: StatusRevoked, EventType: "MandateRevoked", Actor: actor,
+			From: []string{StatusActive}, To: StatusRevoked, EventType: EventRevoked, Actor: actor,
 			Set: []entitystate.Assign{{Column: "revoked_at", Value: clock.Stamp(ms.clk.Now())}}})
 		applied = res.Applied
 		return err

@@ -166,7 +166,7 @@ func TestRevokeRaceAppliesOnce(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if applied != 1 || len(hist) != 2 || hist[1].EventType != "MandateRevoked" {
+		if applied != 1 || len(hist) != 2 || hist[1].EventType != EventRevoked {
 			t.Fatalf("applied %d, history %+v; want 1 revoke and [created, revoked]", applied, hist)
 		}
 		m, _ := ms.Get(ctx, "MANDATE-R")
