@@ -218,6 +218,7 @@ func (s *Server) routeTable() []route {
 			summary: "A replica quorum report (ReconcileQuorum)", auth: authCron, request: QuorumReport{},
 			responses: []response{{status: 200, body: ModeChange{}}}, errors: []int{400, 403}}}},
 	}
+	t = append(t, s.programmabilityRoutes()...) // gateway/programmability.go
 	if s.cfg.Jobs == nil {
 		// With a job runner, timeout-sweep is one of its jobs (recorded in
 		// the job ledger like every /internal/cron/{job} run).

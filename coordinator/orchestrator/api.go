@@ -245,6 +245,10 @@ type PaymentInitiated struct {
 	ExpiresAt      string         `json:"expires_at,omitempty"`
 	ClientRef      string         `json:"client_ref,omitempty"`
 	RiskHint       *RiskHint      `json:"risk_hint,omitempty"`
+	// MandateID names the mandate the transfer is sent under (spec 003
+	// Transactions.mandate_id; "MANDATE-..."): the precheck refuses the
+	// transfer when the mandate's chain does not allow it (mandate.go).
+	MandateID string `json:"mandate_id,omitempty"`
 	// SchemaVersion is stored in Transactions.schema_version ("" = "1.0");
 	// the gateway checks n/n-1 before calling Submit.
 	SchemaVersion string `json:"schema_version,omitempty"`

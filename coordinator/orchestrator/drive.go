@@ -178,7 +178,8 @@ func (c checks) progress(ctx context.Context, tx *store.Tx, txid, now string) er
 // PRECHECKED_SUSPENDED with COUNTERPARTY_WINDOW_CLOSED (the request kept in
 // pending_request_json for the sweep's resume); otherwise it goes on to
 // the bank checks and the decision, PreCheckPassed being committed with
-// what follows it.
+// what follows it. A transfer sent under a mandate is checked against it
+// first (checkMandate): refused, it is cancelled with the MANDATE_* code.
 func (o *Orchestrator) precheck(ctx context.Context, r txRow) (bool, error) {
 	now := o.clk.Now()
 	expires, reqJSON := r.ExpiresAt, r.RequestJSON
@@ -191,6 +192,10 @@ func (o *Orchestrator) precheck(ctx context.Context, r txRow) (bool, error) {
 				return o.cancelInTx(ctx, tx, r.TxID, lane.Prechecked, ReasonPrecheckExpired, map[string]any{"expires_at": expires})
 			})
 		}
+	}
+	verdict, refused, err := o.checkMandate(ctx, r, now)
+	if err != nil || refused {
+		return false, err
 	}
 	payee, err := o.participant(ctx, r.PayeeBank)
 	if err != nil {
@@ -205,7 +210,11 @@ func (o *Orchestrator) precheck(ctx context.Context, r txRow) (bool, error) {
 		o.log.InfoContext(ctx, "orchestrator.window_closed", "txid", r.TxID, "payee_bank_id", r.PayeeBank)
 		return true, err
 	}
-	return o.toDecision(ctx, r, []lane.Transition{precheckPassed(r.TxID, r.Lane)})
+	pass := precheckPassed(r.TxID, r.Lane)
+	if verdict != nil {
+		pass.Payload = map[string]any{"lane": r.Lane, "mandate": verdict}
+	}
+	return o.toDecision(ctx, r, []lane.Transition{pass})
 }
 
 // runChecks asks the banks for the prechecks r's lane needs and has not

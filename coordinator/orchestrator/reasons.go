@@ -47,6 +47,16 @@ const (
 	ReasonCreditApprovalRejected = "CREDIT_APPROVAL_REJECTED"        // SUSPENDED -> FAILED_EXECUTION, payer refunded
 )
 
+// State reason codes of a transfer refused by its mandate.
+const (
+	// Mandate refusals at precheck (spec 000 §11.2-e; the 004 catalog
+	// codes): RECEIVED -> DECIDED_CANCEL with PreCheckFailed (mandate.go).
+	ReasonMandateNotFound = "MANDATE_NOT_FOUND"
+	ReasonMandateRevoked  = "MANDATE_REVOKED"
+	ReasonMandateExpired  = "MANDATE_EXPIRED"
+	ReasonMandateBreach   = "MANDATE_BREACH"
+)
+
 // Families of state reason codes (spec 004 naming rule).
 const (
 	FamilyWaiting = "WAITING" // 待機理由
@@ -97,6 +107,10 @@ var WrittenReasons = map[string]string{
 	ReasonRtpNotifyFailed:          FamilyEvent,
 	ReasonSuspendCreditApproval:    FamilyWaiting,
 	ReasonCreditApprovalRejected:   FamilyEvent,
+	ReasonMandateNotFound:          FamilyEvent,
+	ReasonMandateRevoked:           FamilyEvent,
+	ReasonMandateExpired:           FamilyEvent,
+	ReasonMandateBreach:            FamilyEvent,
 	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/mandate"
 	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -55,6 +56,11 @@ func validate(req PaymentInitiated) error {
 	}
 	if err := CheckIdentifiers(req); err != nil {
 		return err
+	}
+	if req.MandateID != "" {
+		if err := mandate.CheckID(req.MandateID); err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"payer.bank_id", req.Payer.BankID}, {"payer.account_hash", req.Payer.AccountHash},
 		{"payee.bank_id", req.Payee.BankID}} {
@@ -282,6 +288,9 @@ func newTx(req PaymentInitiated, key, issuer string, a admission, businessDate s
 	}
 	if req.PSPRRef != "" {
 		extra["pspr_ref"] = req.PSPRRef
+	}
+	if req.MandateID != "" {
+		extra["mandate_id"] = req.MandateID
 	}
 	payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": a.eff,
 		hlimit.DailyDateKey: businessDate} // what a cancel gives back to

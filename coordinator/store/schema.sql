@@ -745,3 +745,69 @@ CREATE TABLE IF NOT EXISTS AccountVerifications (
   created_at          TEXT    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_account_verifications_target ON AccountVerifications(target_bank_id, target_account_hash);
+-- ---------------------------------------------------------------- programmability (zcgw, issue 17)
+
+-- ConditionTemplate, Attestation and Mandate (spec 000 ch. 11): 003 names
+-- them (the consolidated file's history, Transactions.mandate_id "FK ->
+-- Mandate", HtlcContracts.condition_template_id) without defining them;
+-- the columns follow what 000 §11.2 and the 004 catalog read from them
+-- (docs/programmability.md). Only coordinator/conditions writes the first
+-- two, only coordinator/mandate the third.
+
+-- ConditionTemplate: the whitelist of conditions. allowed_attester_scope
+-- is a JSON array of attester operators (KeyRegistry.owner_ref of
+-- owner_type ATTESTER keys); '[]' means nobody may attest, which is the
+-- case of every ledger-predicate template (ledger_predicate_json non-NULL:
+-- ZC resolves it itself).
+CREATE TABLE IF NOT EXISTS ConditionTemplate (
+  template_id             TEXT    PRIMARY KEY,
+  status                  TEXT    NOT NULL DEFAULT 'ACTIVE',  -- ACTIVE|INACTIVE
+  description             TEXT,
+  allowed_attester_scope  TEXT    NOT NULL DEFAULT '[]',      -- JSON array of operators
+  min_attester_quorum     INTEGER NOT NULL DEFAULT 1,         -- distinct operators needed
+  attestation_ttl_seconds INTEGER NOT NULL DEFAULT 3600,      -- freshness (default 60 min)
+  ledger_predicate_json   TEXT,                               -- TX_/GTID_REACHED_STATE, TIME_AFTER/BEFORE
+  created_at              TEXT    NOT NULL,
+  updated_at              TEXT    NOT NULL
+);
+
+-- Attestation: one verified, signed statement of an external attester.
+-- The statement itself is never kept: statement_hash and verified_result
+-- only. (key_id, nonce) and attestation_id are each used once; rows are
+-- never updated.
+CREATE TABLE IF NOT EXISTS Attestation (
+  attestation_id  TEXT PRIMARY KEY,
+  template_id     TEXT NOT NULL,                  -- -> ConditionTemplate
+  subject         TEXT NOT NULL,                  -- what it is about: HTLC id, txid, GTID ...
+  statement_hash  TEXT NOT NULL,                  -- SHA-256 hex
+  verified_result TEXT NOT NULL,                  -- PASS|FAIL
+  key_id          TEXT NOT NULL,                  -- -> KeyRegistry (owner_type ATTESTER)
+  attester_ref    TEXT NOT NULL,                  -- the key's owner_ref: the operator quorums count
+  nonce           TEXT NOT NULL,
+  occurred_at     TEXT NOT NULL,                  -- when the attester signed (RFC3339 UTC)
+  recorded_at     TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_attestation_key_nonce ON Attestation(key_id, nonce);
+CREATE INDEX IF NOT EXISTS idx_attestation_subject ON Attestation(template_id, subject, occurred_at);
+
+-- Mandate: a payer's standing, delegable authorisation. A sub-mandate
+-- (parent_mandate_id) can only narrow its parent: max_amount no higher,
+-- purposes and lanes a subset, validity inside the parent's. '[]' in
+-- allowed_purposes / allowed_lanes means any. revoked_at is set once and
+-- is not retroactive.
+CREATE TABLE IF NOT EXISTS Mandate (
+  mandate_id        TEXT    PRIMARY KEY,           -- 'MANDATE-...'
+  parent_mandate_id TEXT,                          -- -> Mandate; NULL for a root
+  payer_bank_id     TEXT    NOT NULL,              -- the grantor bank: its transfers may cite it
+  grantee_ref       TEXT    NOT NULL,              -- who acts under it (an agent, a service)
+  status            TEXT    NOT NULL DEFAULT 'ACTIVE', -- ACTIVE|REVOKED (EntityStateLog 'MANDATE')
+  max_amount        INTEGER,                       -- per transfer (JPY minor units); NULL = no limit
+  allowed_purposes  TEXT    NOT NULL DEFAULT '[]', -- JSON array of purposes
+  allowed_lanes     TEXT    NOT NULL DEFAULT '[]', -- JSON array of lanes
+  valid_from        TEXT    NOT NULL,
+  valid_to          TEXT,                          -- exclusive; NULL = open-ended
+  revoked_at        TEXT,
+  created_at        TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_mandate_parent ON Mandate(parent_mandate_id);
+CREATE INDEX IF NOT EXISTS idx_mandate_payer ON Mandate(payer_bank_id);

@@ -189,6 +189,18 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(201, n, "POST", "/api/participants", ops, nil, `{"bank_id":"0099","bank_name":"Bank 0099","is_active":true,"participation_mode":"FULL"}`)
 	c.want(200, n, "PUT", "/api/participants/0099", ops, nil, `{"bank_name":"Bank 0099 renamed","is_active":false,"participation_mode":"FULL"}`)
 
+	// programmability (docs/programmability.md): templates, dry runs, mandates
+	c.want(201, n, "POST", "/api/conditions/templates", ops, nil, `{"template_id":"TPL-OA","ledger_predicate":{"type":"TIME_AFTER","at":"2026-01-01"}}`)
+	c.want(200, n, "POST", "/api/conditions/validate", k1, nil, `{"condition_expr_json":"{\"template_id\":\"TPL-OA\"}"}`)
+	c.want(400, n, "POST", "/api/conditions/validate", k1, nil, `{"condition_expr_json":"{\"op\":\"XOR\"}"}`)
+	c.want(200, n, "POST", "/api/conditions/simulate", ops, nil, `{"condition_expr_json":"{\"template_id\":\"TPL-OA\"}","subject":"HTLC-OA"}`)
+	c.want(403, n, "POST", "/api/conditions/simulate", k1, nil, `{"condition_expr_json":"{\"template_id\":\"TPL-OA\"}","subject":"HTLC-OA"}`)
+	c.want(400, n, "POST", "/api/attestations", k1, nil, `{"attestation_id":"ATT-OA"}`)
+	c.want(201, n, "POST", "/api/mandates", k1, nil, `{"mandate_id":"MANDATE-OA","grantee_ref":"agent-oa","max_amount":1000}`)
+	c.want(200, n, "POST", "/api/mandates/check", k1, nil, `{"mandate_id":"MANDATE-OA","amount":1001,"lane":"EXPRESS"}`)
+	c.want(200, n, "POST", "/api/mandates/MANDATE-OA/revoke", k1, nil, "")
+	c.want(404, n, "POST", "/api/mandates/MANDATE-OA/revoke", k2, nil, "")
+
 	// error answers, all in the one catalog body
 	c.want(400, n, "POST", "/api/transfers", k1, nil, `{"lane":`)
 	c.want(400, n, "GET", "/api/transactions?limit=0", ops, p01, "")
