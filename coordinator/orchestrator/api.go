@@ -116,6 +116,9 @@ type Config struct {
 	// (owner VENUE:BOJ) until RunVenue is called; by default the worker runs
 	// the simulated venue right after instructing it.
 	ManualVenue bool
+	// Conditions evaluates the condition expressions attached to HTLCs at
+	// claim (nil: an HTLC with conditions cannot be claimed — fail closed).
+	Conditions ConditionChecker
 }
 
 // DefaultRunConcurrency is how many work items a node's Run loops keep
@@ -399,10 +402,12 @@ func (o *Orchestrator) Run(ctx context.Context, idle time.Duration) error {
 
 // SweepResult counts what one TimeoutSweep did.
 type SweepResult struct {
-	ExecTimeouts       int `json:"suspend_exec_timeout"`        // DECIDED_TO_SETTLE -> SUSPENDED
-	PayeeProofTimeouts int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
-	FailedTimeouts     int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
-	WindowResumed      int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
+	ExecTimeouts        int `json:"suspend_exec_timeout"`        // DECIDED_TO_SETTLE -> SUSPENDED
+	PayeeProofTimeouts  int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
+	FailedTimeouts      int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
+	WindowResumed       int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
+	HtlcTimelockExpired int `json:"htlc_timelock_expired"`       // HTLC_LOCKED/ONCHAIN_PENDING -> DECIDED_CANCEL, TIMELOCK_EXPIRED
+	HtlcLeaseReclaimed  int `json:"htlc_lease_reclaimed"`        // of those, reclaimed from CHAIN:default first (handoff #4)
 }
 
 // TimeoutSweep is the internal timeout sweep (POST
