@@ -48,7 +48,7 @@ func TestHtlcClaimRacesCancel(t *testing.T) {
 				if i%2 == 0 {
 					var res Result
 					res, err = e.lanes.TransitionWithLog(ctx, Transition{TxID: "TX-H", From: HtlcLocked, To: HtlcFulfillRequested,
-						EventType: finality.HtlcFulfillRequested,
+						EventType:   finality.HtlcFulfillRequested,
 						SideUpdates: HtlcEdge(c.HtlcID, HtlcContractLocked, HtlcContractFulfill, "t", map[string]any{"secret_verified": 1})})
 					if applied = res.Applied; applied {
 						claimed.Add(1)
