@@ -249,6 +249,7 @@ func (s *Server) routeTable() []route {
 				responses: []response{{status: 200, body: dns.PositionsResponse{}}}, errors: []int{403}}}})
 	}
 	t = append(t, s.refundRoutes()...)
+	t = append(t, s.htlcRoutes()...)
 	return append(t,
 		route{pattern: "/internal/", handler: s.cron(s.notFound), fallback: true},
 		route{pattern: "/", handler: s.notFound, fallback: true})
