@@ -215,6 +215,7 @@ func (d *day) play() error {
 	}{
 		{"start the node", d.start},
 		{"morning transfers over HTTP", d.morning},
+		{"HTLC", d.htlc},
 		{"core offline", d.offline},
 		{"lost reply", d.lostReply},
 		{"DNS intraday cutoff", d.intradayCutoff},

@@ -24,6 +24,7 @@ const (
 	InvIdempotentReplay = "idempotent-replay"       // a replayed POST returned the same transfer
 	InvOvernight        = "overnight-file"          // postings routed to the overnight file were all confirmed by the core's result
 	InvHReleased        = "h-released"              // with every transfer final, no bank has H in use
+	InvHTLC             = "htlc-claim-once"         // an HTLC is claimed once (a repeat replays), a wrong preimage and a late claim are refused
 )
 
 // InvariantError says which invariant of the demo day failed and how. It

@@ -31,10 +31,11 @@ func TestDemoDay(t *testing.T) {
 
 	// Transfers: the script's outcomes.
 	// 9 over HTTP (7 settle, one of them to a payee named by pspr_ref; one
-	// payer without funds and one unknown payee are cancelled) and 4 from
-	// the dropped file (3 settle; one exceeds the payer's balance).
-	if sum.Settled != 10 || sum.Cancelled != 3 || len(sum.Transfers) != 13 {
-		t.Errorf("%d transfers: settled %d cancelled %d, want 13: 10 and 3", len(sum.Transfers), sum.Settled, sum.Cancelled)
+	// payer without funds and one unknown payee are cancelled), 2 HTLCs
+	// over HTTP (one claimed and settled, one cancelled at its timelock)
+	// and 4 from the dropped file (3 settle; one exceeds the payer's balance).
+	if sum.Settled != 11 || sum.Cancelled != 4 || len(sum.Transfers) != 15 {
+		t.Errorf("%d transfers: settled %d cancelled %d, want 15: 11 and 4", len(sum.Transfers), sum.Settled, sum.Cancelled)
 	}
 	via := map[string]int{}
 	for _, tr := range sum.Transfers {
@@ -43,7 +44,7 @@ func TestDemoDay(t *testing.T) {
 			t.Errorf("%s (%s): %s %s, want %s", tr.TxID, tr.Label, tr.State, tr.Reason, tr.Expect)
 		}
 	}
-	if via[demo.ViaHTTP] != 9 || via[demo.ViaFile] != 4 {
+	if via[demo.ViaHTTP] != 11 || via[demo.ViaFile] != 4 {
 		t.Errorf("transfers by way in: %v", via)
 	}
 

@@ -36,8 +36,8 @@ func TestDemoDayOverRabbitMQ(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo over RabbitMQ failed: %v\n%s", err, out.String())
 	}
-	if sum.Settled != 10 || sum.Cancelled != 3 || len(sum.Transfers) != 13 {
-		t.Errorf("%d transfers: settled %d cancelled %d, want 13: 10 and 3", len(sum.Transfers), sum.Settled, sum.Cancelled)
+	if sum.Settled != 11 || sum.Cancelled != 4 || len(sum.Transfers) != 15 {
+		t.Errorf("%d transfers: settled %d cancelled %d, want 15: 11 and 4 (2 HTLCs among them)", len(sum.Transfers), sum.Settled, sum.Cancelled)
 	}
 	m := regexp.MustCompile(`over rabbitmq \(core queues (DEMO[0-9a-f]{8}\.\{bank\}\.)`).FindSubmatch(out.Bytes())
 	if m == nil {
