@@ -48,7 +48,8 @@ func CanTransitionHtlc(from, to HtlcState) bool {
 	return false
 }
 
-// HtlcContract is one HtlcContracts row as created (spec 003).
+// HtlcContract is one HtlcContracts row (spec 003): the columns the HTLC
+// lane writes and reads.
 type HtlcContract struct {
 	HtlcID, TxID             string
 	Hashlock                 string // SHA-256, lower-case hex
@@ -70,8 +71,6 @@ type HtlcContract struct {
 	SecretVerified           bool
 	OnchainLockRef           string
 	OnchainReleaseProofJSON  string
-	ConditionTemplateID      string
-	OnchainLockProofJSON     string
 	OnchainMinWatchers       int
 	UpdatedAt                string
 }
