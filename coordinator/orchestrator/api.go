@@ -402,12 +402,14 @@ func (o *Orchestrator) Run(ctx context.Context, idle time.Duration) error {
 
 // SweepResult counts what one TimeoutSweep did.
 type SweepResult struct {
-	ExecTimeouts        int `json:"suspend_exec_timeout"`        // DECIDED_TO_SETTLE -> SUSPENDED
-	PayeeProofTimeouts  int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
-	FailedTimeouts      int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
-	WindowResumed       int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
-	HtlcTimelockExpired int `json:"htlc_timelock_expired"`       // HTLC_LOCKED/ONCHAIN_PENDING -> DECIDED_CANCEL, TIMELOCK_EXPIRED
-	HtlcLeaseReclaimed  int `json:"htlc_lease_reclaimed"`        // of those, reclaimed from CHAIN:default first (handoff #4)
+	ExecTimeouts       int `json:"suspend_exec_timeout"`        // DECIDED_TO_SETTLE -> SUSPENDED
+	PayeeProofTimeouts int `json:"suspend_payee_proof_timeout"` // PAYER_EXEC_CONFIRMED -> SUSPENDED
+	FailedTimeouts     int `json:"failed_exec_timeout"`         // SUSPENDED -> FAILED_EXECUTION
+	WindowResumed      int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
+
+	// HTLC (docs/htlc.md)
+	HtlcTimelockExpired int `json:"htlc_timelock_expired"` // HTLC_LOCKED/ONCHAIN_PENDING -> DECIDED_CANCEL, TIMELOCK_EXPIRED
+	HtlcLeaseReclaimed  int `json:"htlc_lease_reclaimed"`  // of those, reclaimed from CHAIN:default first (handoff #4)
 }
 
 // TimeoutSweep is the internal timeout sweep (POST

@@ -30,8 +30,10 @@ const (
 	ReasonHLimitExceeded       = "H_LIMIT_EXCEEDED"        // ZC H limit reached -> DECIDED_CANCEL
 	ReasonPrecheckExpired      = "REJECT_PRECHECK_EXPIRED" // expires_at passed before the precheck (001 §13.1)
 	ReasonIGSFailed            = "IGS_FAILED"              // BOJ venue could not settle -> SUSPENDED
+)
 
-	// HTLC (001 ch. 15, 004 state reason codes).
+// State reason codes of the HTLC lane (001 ch. 15, 004 state reason codes).
+const (
 	ReasonTimelockExpired             = "TIMELOCK_EXPIRED"              // HTLC_LOCKED / HTLC_ONCHAIN_PENDING -> DECIDED_CANCEL
 	ReasonRecheckAuthorityNG          = "RECHECK_AUTHORITY_NG"          // AML recheck at claim NG: HTLC_LOCKED -> DECIDED_CANCEL
 	ReasonRecheckAuthorityUnavailable = "RECHECK_AUTHORITY_UNAVAILABLE" // AML recheck unanswered: claim refused, no transition
@@ -65,30 +67,32 @@ func Family(code string) string {
 // WrittenReasons lists every state reason code this package writes with
 // the family it means (tested against Family).
 var WrittenReasons = map[string]string{
-	ReasonSuspendNameCheckPending:     FamilyWaiting,
-	ReasonSuspendAuthorityPending:     FamilyWaiting,
-	ReasonSuspendExecTimeout:          FamilyWaiting,
-	ReasonSuspendPayeeProofTimeout:    FamilyWaiting,
-	ReasonSuspendAdapterDown:          FamilyWaiting,
-	ReasonFailedExecTimeout:           FamilyWaiting,
-	ReasonCounterpartyWindowClosed:    FamilyWaiting,
-	ReasonExecDebitFailed:             FamilyEvent,
-	ReasonExecCreditFailed:            FamilyEvent,
-	ReasonAuthorityCheckNG:            FamilyEvent,
-	ReasonNameMismatch:                FamilyEvent,
-	ReasonBOJInsufficientFunds:        FamilyEvent,
-	ReasonReserveRefused:              FamilyEvent,
-	ReasonHLimitExceeded:              FamilyEvent,
-	ReasonPrecheckExpired:             FamilyEvent,
-	ReasonIGSFailed:                   FamilyEvent,
-	ReasonMisrecordCorrected:          FamilyEvent, // in the MisrecordCorrected payload only
+	ReasonSuspendNameCheckPending:  FamilyWaiting,
+	ReasonSuspendAuthorityPending:  FamilyWaiting,
+	ReasonSuspendExecTimeout:       FamilyWaiting,
+	ReasonSuspendPayeeProofTimeout: FamilyWaiting,
+	ReasonSuspendAdapterDown:       FamilyWaiting,
+	ReasonFailedExecTimeout:        FamilyWaiting,
+	ReasonCounterpartyWindowClosed: FamilyWaiting,
+	ReasonExecDebitFailed:          FamilyEvent,
+	ReasonExecCreditFailed:         FamilyEvent,
+	ReasonAuthorityCheckNG:         FamilyEvent,
+	ReasonNameMismatch:             FamilyEvent,
+	ReasonBOJInsufficientFunds:     FamilyEvent,
+	ReasonReserveRefused:           FamilyEvent,
+	ReasonHLimitExceeded:           FamilyEvent,
+	ReasonPrecheckExpired:          FamilyEvent,
+	ReasonIGSFailed:                FamilyEvent,
+	ReasonMisrecordCorrected:       FamilyEvent, // in the MisrecordCorrected payload only
+	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
+	"ACCOUNT_NOT_FOUND":            FamilyEvent,
+	"ACCOUNT_FROZEN":               FamilyEvent,
+
+	// HTLC lane
 	ReasonTimelockExpired:             FamilyEvent,
 	ReasonRecheckAuthorityNG:          FamilyEvent,
 	ReasonRecheckAuthorityUnavailable: FamilyEvent, // HtlcClaimRejected payload only
 	ReasonInvalidPreimage:             FamilyEvent, // HtlcClaimRejected payload only
-	"INSUFFICIENT_FUNDS":              FamilyEvent, // reserve-funds ERROR reasons, passed through
-	"ACCOUNT_NOT_FOUND":               FamilyEvent,
-	"ACCOUNT_FROZEN":                  FamilyEvent,
 }
 
 // ProofPayerHVIsolation is the payer proof HIGH_VALUE requires before
