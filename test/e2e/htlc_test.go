@@ -606,3 +606,41 @@ func TestHTLCClaimVersusExpiryRace(t *testing.T) {
 	s.checkInvariants(before, s.snapshot(), moves...)
 	t.Logf("%d of %d claimed before the sweep", settled, n)
 }
+
+// TestHTLCLockRefusals: the lock's own exits. The payer bank's AML check
+// answers NG (AUTHORITY_CHECK_NG) or it cannot hold the funds
+// (INSUFFICIENT_FUNDS): the HTLC is cancelled from RECEIVED with no H, no
+// hold, nothing moved, and the payer's daily total given back.
+func TestHTLCLockRefusals(t *testing.T) {
+	s := newHTLCStack(t, nil)
+	before := s.snapshot()
+	if err := s.bank["001"].a.AddScreeningEntry(s.ctx, "TXID", "001-HTLC-LISTED", "test list"); err != nil {
+		t.Fatal(err)
+	}
+	_, hl := secret(40)
+	listed := s.create("h40", hl, 1_000, start.Add(time.Hour), func(r *orchestrator.HtlcCreate) { r.TxID = "001-HTLC-LISTED" })
+	_, hl2 := secret(41)
+	poor := s.create("h41", hl2, 900_000, start.Add(time.Hour), nil) // the payer holds 100,000
+	s.run()
+	evCancelRx := string(finality.DecidedCancel) + ":RECEIVED>DECIDED_CANCEL"
+	for _, c := range []struct {
+		v      orchestrator.HtlcView
+		reason string
+	}{{listed, "AUTHORITY_CHECK_NG"}, {poor, "INSUFFICIENT_FUNDS"}} {
+		s.wantState(c.v.TxID, "CANCELLED", c.reason)
+		s.wantChain(c.v.TxID, evInit, evCancelRx, evCanceled)
+		if s.openH(c.v.TxID) != 0 || s.hold(c.v.TxID) == "HELD" {
+			t.Fatalf("%s: H open %d, hold %q", c.reason, s.openH(c.v.TxID), s.hold(c.v.TxID))
+		}
+		if n := s.count(`SELECT COUNT(*) FROM HtlcContracts WHERE htlc_id = ? AND state = 'HTLC_CANCELLED'`, c.v.HtlcID); n != 1 {
+			t.Fatalf("%s: contract not cancelled", c.reason)
+		}
+	}
+	if s.hUsed() != 0 || s.count(`SELECT daily_amount_used FROM Participants WHERE bank_id = '001'`) != 0 {
+		t.Fatalf("h_used %d, daily %d", s.hUsed(), s.count(`SELECT daily_amount_used FROM Participants WHERE bank_id = '001'`))
+	}
+	if c := s.banks.Calls(); c[bankapi.ReserveFunds] != 1 {
+		t.Fatalf("reserve-funds calls %v (the listed HTLC must not reach it)", c)
+	}
+	s.checkInvariants(before, s.snapshot())
+}
