@@ -644,3 +644,44 @@ func TestHTLCLockRefusals(t *testing.T) {
 	}
 	s.checkInvariants(before, s.snapshot())
 }
+
+// TestCostPerSettledHTLC measures, and bounds, the coordinator's SQL
+// statements and commits per HTLC from create to SETTLED (create, lock,
+// claim, decision, a, b, notifications), beside EXPRESS in the same run
+// (figures in docs/htlc.md).
+func TestCostPerSettledHTLC(t *testing.T) {
+	s := newHTLCStack(t, nil)
+	s.bank["001"].account("h:rich", "SATO ICHIRO", 1_000_000_000)
+	const n = 64
+	z0 := s.zc.Stats()
+	views := make([]orchestrator.HtlcView, n)
+	pres := make([]string, n)
+	for i := range views {
+		var hl string
+		pres[i], hl = secret(1000 + i)
+		views[i] = s.create(fmt.Sprintf("cost-%d", i), hl, int64(100+i), start.Add(time.Hour), func(r *orchestrator.HtlcCreate) { r.Payer.AccountHash = "h:rich" })
+	}
+	if _, err := s.o.RunUntilIdle(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range views {
+		if _, err := s.claim(v.HtlcID, pres[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.o.RunUntilIdle(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	z1 := s.zc.Stats()
+	for _, v := range views {
+		if q := s.view(v.TxID); q.State != "SETTLED" {
+			t.Fatalf("%s: %s", v.TxID, q.State)
+		}
+	}
+	stmts, commits := (z1.Statements-z0.Statements)/n, (z1.Commits-z0.Commits)/n
+	ex, _ := cost(t, s.stack, orchestrator.LaneExpress, n)
+	t.Logf("HTLC: %d statements, %d commits per settled HTLC; EXPRESS in the same run: %d statements, %d commits", stmts, commits, ex.Statements, ex.Commits)
+	if commits > ex.Commits+3 { // + create's own, the lock's, the claim's
+		t.Errorf("%d coordinator commits per settled HTLC, bound EXPRESS %d + 3", commits, ex.Commits)
+	}
+}
