@@ -254,6 +254,7 @@ func (s *Server) routeTable() []route {
 	t = append(t, s.fxRoutes()...)
 	t = append(t, s.gtidRtpRoutes()...)
 	t = append(t, s.bankRoutes()...)
+	t = append(t, s.htlcRoutes()...)
 	return append(t,
 		route{pattern: "/internal/", handler: s.cron(s.notFound), fallback: true},
 		route{pattern: "/", handler: s.notFound, fallback: true})

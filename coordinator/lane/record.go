@@ -19,6 +19,7 @@ var EvidenceEvents = map[finality.EventType]bool{
 	finality.ReversalCompleted:             true, // the payer bank queued the reversal postings
 	finality.MisrecordCorrected:            true,
 	finality.HtlcClaimRejected:             true,
+	finality.HtlcConditionsEvaluated:       true, // met or not; a met one precedes HTLC_FULFILL_REQUESTED (001 §15.5)
 }
 
 // Record appends an evidence entry to a transaction's chain without a

@@ -116,6 +116,9 @@ type Config struct {
 	// (owner VENUE:BOJ) until RunVenue is called; by default the worker runs
 	// the simulated venue right after instructing it.
 	ManualVenue bool
+	// Conditions evaluates the condition expressions attached to HTLCs at
+	// claim (nil: an HTLC with conditions cannot be claimed — fail closed).
+	Conditions ConditionChecker
 }
 
 // DefaultRunConcurrency is how many work items a node's Run loops keep
@@ -409,6 +412,10 @@ type SweepResult struct {
 	WindowResumed      int `json:"window_resumed"`              // COUNTERPARTY_WINDOW_CLOSED rows re-queued
 	GtidTimeouts       int `json:"gtid_timeout"`                // GT_RECEIVED/GT_PRECHECKED past expires_at -> GT_DECIDED_CANCEL
 	RtpExpired         int `json:"rtp_expired"`                 // RTP requests past expires_at -> EXPIRED
+
+	// HTLC (docs/htlc.md)
+	HtlcTimelockExpired int `json:"htlc_timelock_expired"` // HTLC_LOCKED/ONCHAIN_PENDING -> DECIDED_CANCEL, TIMELOCK_EXPIRED
+	HtlcLeaseReclaimed  int `json:"htlc_lease_reclaimed"`  // of those, reclaimed from CHAIN:default first (handoff #4)
 }
 
 // TimeoutSweep is the internal timeout sweep (POST

@@ -73,7 +73,12 @@ func (o *Orchestrator) drive(ctx context.Context, txid string) error {
 func (o *Orchestrator) step(ctx context.Context, r txRow) (done bool, err error) {
 	switch r.State {
 	case lane.Received:
+		if r.Lane == LaneHTLC {
+			return o.htlcLock(ctx, r)
+		}
 		return o.precheck(ctx, r)
+	case lane.HtlcFulfillRequested:
+		return false, o.htlcDecide(ctx, r)
 	case lane.Prechecked:
 		return o.toDecision(ctx, r, nil)
 	case lane.PrecheckedSuspended:
@@ -92,11 +97,11 @@ func (o *Orchestrator) step(ctx context.Context, r txRow) (done bool, err error)
 	case lane.PayeeExecConfirmed:
 		return false, o.settle(ctx, r, nil)
 	case lane.DecidedCancel:
-		return false, o.transition(ctx, lane.Transition{TxID: r.TxID, From: lane.DecidedCancel, To: lane.Cancelled, EventType: finality.Cancelled})
+		return false, o.finishCancel(ctx, r)
 	case lane.Settled:
 		return true, o.notify(ctx, r)
 	}
-	return true, nil // terminal, or a state this orchestrator does not drive (HTLC_*)
+	return true, nil // terminal, or waiting for a claim or the chain (HTLC_LOCKED, HTLC_ONCHAIN_PENDING)
 }
 
 func (o *Orchestrator) transition(ctx context.Context, t lane.Transition) error {

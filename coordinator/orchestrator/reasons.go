@@ -57,6 +57,14 @@ const (
 	ReasonMandateBreach   = "MANDATE_BREACH"
 )
 
+// State reason codes of the HTLC lane (001 ch. 15, 004 state reason codes).
+const (
+	ReasonTimelockExpired             = "TIMELOCK_EXPIRED"              // HTLC_LOCKED / HTLC_ONCHAIN_PENDING -> DECIDED_CANCEL
+	ReasonRecheckAuthorityNG          = "RECHECK_AUTHORITY_NG"          // AML recheck at claim NG: HTLC_LOCKED -> DECIDED_CANCEL
+	ReasonRecheckAuthorityUnavailable = "RECHECK_AUTHORITY_UNAVAILABLE" // AML recheck unanswered: claim refused, no transition
+	ReasonInvalidPreimage             = "INVALID_PREIMAGE"              // wrong preimage: claim refused, no transition
+)
+
 // Families of state reason codes (spec 004 naming rule).
 const (
 	FamilyWaiting = "WAITING" // 待機理由
@@ -115,6 +123,12 @@ var WrittenReasons = map[string]string{
 	"INSUFFICIENT_FUNDS":           FamilyEvent, // reserve-funds ERROR reasons, passed through
 	"ACCOUNT_NOT_FOUND":            FamilyEvent,
 	"ACCOUNT_FROZEN":               FamilyEvent,
+
+	// HTLC lane
+	ReasonTimelockExpired:             FamilyEvent,
+	ReasonRecheckAuthorityNG:          FamilyEvent,
+	ReasonRecheckAuthorityUnavailable: FamilyEvent, // HtlcClaimRejected payload only
+	ReasonInvalidPreimage:             FamilyEvent, // HtlcClaimRejected payload only
 }
 
 // ProofPayerHVIsolation is the payer proof HIGH_VALUE requires before

@@ -111,6 +111,10 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 			res.FailedTimeouts++
 		}
 	}
+	// HTLC: outer timelocks reached (lease reclaimed from the chain first).
+	if res.HtlcTimelockExpired, res.HtlcLeaseReclaimed, err = o.sweepHTLC(ctx, now); err != nil {
+		return res, err
+	}
 	// Windows: requeue transfers waiting for a payee window that is open now.
 	n, err := o.resumeWindows(ctx, now)
 	res.WindowResumed = n
@@ -127,7 +131,8 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 	if res != (SweepResult{}) {
 		o.log.InfoContext(ctx, "orchestrator.sweep", "suspend_exec_timeout", res.ExecTimeouts,
 			"suspend_payee_proof_timeout", res.PayeeProofTimeouts, "failed_exec_timeout", res.FailedTimeouts,
-			"window_resumed", res.WindowResumed, "gtid_timeout", res.GtidTimeouts, "rtp_expired", res.RtpExpired)
+			"window_resumed", res.WindowResumed, "gtid_timeout", res.GtidTimeouts, "rtp_expired", res.RtpExpired,
+			"htlc_timelock_expired", res.HtlcTimelockExpired, "htlc_lease_reclaimed", res.HtlcLeaseReclaimed)
 	}
 	return res, nil
 }

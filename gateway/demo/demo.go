@@ -217,6 +217,7 @@ func (d *day) play() error {
 		{"morning transfers over HTTP", d.morning},
 		{"GTID multi-leg", d.gtidScene},
 		{"request to pay", d.rtpScene},
+		{"HTLC", d.htlc},
 		{"core offline", d.offline},
 		{"lost reply", d.lostReply},
 		{"DNS intraday cutoff", d.intradayCutoff},

@@ -25,6 +25,7 @@ const (
 	InvOvernight        = "overnight-file"          // postings routed to the overnight file were all confirmed by the core's result
 	InvHReleased        = "h-released"              // with every transfer final, no bank has H in use
 	InvFX               = "fx-conduit"              // the claimed FX conduit settled, the refunded one moved nothing, each currency conserved
+	InvHTLC             = "htlc-claim-once"         // an HTLC is claimed once (a repeat replays), a wrong preimage and a late claim are refused
 )
 
 // InvariantError says which invariant of the demo day failed and how. It

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -354,6 +355,23 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(404, n, "GET", "/api/account-verify/"+v.field("verification_id"), k2, nil, "")
 	c.want(409, n, "POST", "/api/participants/002/cleanup", ops, nil, `{"requested_by":"ops"}`)
 	c.want(404, n, "POST", "/api/participants/0099/cleanup", ops, nil, `{"requested_by":"ops"}`) // inactive, no transfer, but no bank serves it (the 200 is TestCleanupBankThroughTheAdapter's)
+	// HTLC (docs/htlc.md): create and its replay, reads, refusals, the claim
+	pre := sha256.Sum256([]byte("oa-htlc"))
+	hl := sha256.Sum256(pre[:])
+	hbody := fmt.Sprintf(`{"amount":{"value":800,"currency":"JPY"},"payer":{"bank_id":"001","account_hash":"h:001-0003"},`+
+		`"payee":{"bank_id":"002","account_hash":"h:002-0003"},"hash_alg":"SHA-256","hashlock":"%x","timelock_expires_at":%q,`+
+		`"condition_expr":{"template_id":"TPL-1"},"idempotency_key":"oa-h1"}`, hl, clock.Stamp(n.clk.Now().Add(time.Hour)))
+	hv := c.want(201, n, "POST", "/api/htlc/create", k1, nil, strings.Replace(hbody, `"condition_expr":{"template_id":"TPL-1"},`, "", 1))
+	c.want(200, n, "POST", "/api/htlc/create", k1, nil, strings.Replace(hbody, `"condition_expr":{"template_id":"TPL-1"},`, "", 1))
+	c.want(409, n, "POST", "/api/htlc/create", k1, nil, hbody) // same key, another body
+	hid := hv.field("htlc_id")
+	n.waitState(t, hv.field("txid"), "HTLC_LOCKED", 20*time.Second)
+	c.want(200, n, "GET", "/api/htlc/"+hid, k2, nil, "")
+	c.want(404, n, "GET", "/api/htlc/HTLC-NOPE", k2, nil, "")
+	c.want(400, n, "POST", "/api/htlc/"+hid+"/claim", k2, nil, `{"preimage":"00"}`)
+	c.want(400, n, "POST", "/api/htlc/"+hid+"/cross-chain-lock", k1, nil, `{"onchain_lock_ref":"0x1"}`)
+	c.want(400, n, "POST", "/api/htlc/"+hid+"/onchain-fulfillment", k2, nil, fmt.Sprintf(`{"preimage":"%x","external_ref":"0x2","confirmations":3}`, pre))
+	c.want(200, n, "POST", "/api/htlc/"+hid+"/claim", k2, nil, fmt.Sprintf(`{"preimage":"%x","presenter_org_id":"002"}`, pre))
 
 	// every bank ingress command, signed with the ZC egress key
 	signer, err := loadSigningKey(context.Background(), filepath.Join(n.DataDir, SigningKeyFile), n.Keys, n.clk)

@@ -33,11 +33,13 @@ func TestDemoDay(t *testing.T) {
 	// 9 over HTTP (7 settle, one of them to a payee named by pspr_ref; one
 	// payer without funds and one unknown payee are cancelled), 3 more
 	// created over HTTP by the GTID and RTP scenes (the two leg transfers of
-	// the settled GTID, the accepted request's transfer; all settle), 4
-	// from the dropped file (3 settle; one exceeds the payer's balance) and
-	// the two currency legs of the claimed FX conduit (both settle).
-	if sum.Settled != 15 || sum.Cancelled != 3 || len(sum.Transfers) != 18 {
-		t.Errorf("%d transfers: settled %d cancelled %d, want 18: 15 and 3", len(sum.Transfers), sum.Settled, sum.Cancelled)
+	// the settled GTID, the accepted request's transfer; all settle), 2
+	// HTLCs over HTTP (one claimed and settled, one cancelled at its
+	// timelock), 4 from the dropped file (3 settle; one exceeds the payer's
+	// balance) and the two currency legs of the claimed FX conduit (both
+	// settle).
+	if sum.Settled != 16 || sum.Cancelled != 4 || len(sum.Transfers) != 20 {
+		t.Errorf("%d transfers: settled %d cancelled %d, want 20: 16 and 4", len(sum.Transfers), sum.Settled, sum.Cancelled)
 	}
 	if sum.FX["FX-DEMO-1"] != "SETTLED" || sum.FX["FX-DEMO-2"] != "REFUNDED" {
 		t.Errorf("FX conduits %v, want FX-DEMO-1 SETTLED and FX-DEMO-2 REFUNDED", sum.FX)
@@ -49,7 +51,7 @@ func TestDemoDay(t *testing.T) {
 			t.Errorf("%s (%s): %s %s, want %s", tr.TxID, tr.Label, tr.State, tr.Reason, tr.Expect)
 		}
 	}
-	if via[demo.ViaHTTP] != 12 || via[demo.ViaFile] != 4 || via[demo.ViaFX] != 2 {
+	if via[demo.ViaHTTP] != 14 || via[demo.ViaFile] != 4 || via[demo.ViaFX] != 2 {
 		t.Errorf("transfers by way in: %v", via)
 	}
 

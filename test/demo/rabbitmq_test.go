@@ -36,9 +36,10 @@ func TestDemoDayOverRabbitMQ(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo over RabbitMQ failed: %v\n%s", err, out.String())
 	}
-	// 16 transfers of the day and the FX conduit's two currency legs.
-	if sum.Settled != 15 || sum.Cancelled != 3 || len(sum.Transfers) != 18 || sum.FX["FX-DEMO-1"] != "SETTLED" {
-		t.Errorf("%d transfers: settled %d cancelled %d, FX %v; want 18: 15 and 3, FX-DEMO-1 SETTLED", len(sum.Transfers), sum.Settled, sum.Cancelled, sum.FX)
+	// 18 transfers of the day (2 HTLCs among them) and the FX conduit's two
+	// currency legs.
+	if sum.Settled != 16 || sum.Cancelled != 4 || len(sum.Transfers) != 20 || sum.FX["FX-DEMO-1"] != "SETTLED" {
+		t.Errorf("%d transfers: settled %d cancelled %d, FX %v; want 20: 16 and 4, FX-DEMO-1 SETTLED", len(sum.Transfers), sum.Settled, sum.Cancelled, sum.FX)
 	}
 	m := regexp.MustCompile(`over rabbitmq \(core queues (DEMO[0-9a-f]{8}\.\{bank\}\.)`).FindSubmatch(out.Bytes())
 	if m == nil {

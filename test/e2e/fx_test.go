@@ -212,13 +212,6 @@ func (w *fxWorld) wantStatus(gtid string, st fx.TransferStatus, gs lane.GtidStat
 	return tr
 }
 
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if de, ok := domainerr.As(err); !ok || de.Code != code {
-		t.Fatalf("error %v, want %s", err, code)
-	}
-}
-
 var settledLeg = []finality.EventType{finality.DecidedToSettle, finality.PayerExecConfirmed, finality.PayeeExecConfirmed, finality.Settled}
 
 // Claim: the locked conduit settles through the three banks' adapters and

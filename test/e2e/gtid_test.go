@@ -49,9 +49,9 @@ func (s *stack) gtid(id string) orchestrator.GtidView {
 	return v
 }
 
-// wantChain asserts the event types of an aggregate chain (GTID, RTP) and
+// wantAggChain asserts the event types of an aggregate chain (GTID, RTP) and
 // that the chain verifies.
-func (s *stack) wantChain(id string, chain []orchestrator.ChainEntry, want ...finality.EventType) {
+func (s *stack) wantAggChain(id string, chain []orchestrator.ChainEntry, want ...finality.EventType) {
 	s.t.Helper()
 	got := make([]finality.EventType, len(chain))
 	for i, e := range chain {
@@ -135,7 +135,7 @@ func TestGtidTwoByTwoSettlesAllLegs(t *testing.T) {
 	if v.State != "GT_SETTLED" || v.LegsReadyCount != 4 || v.LegsSettledCount != 4 {
 		t.Fatalf("%+v", v)
 	}
-	s.wantChain("001-G1", v.Chain, finality.GtidRegistered, finality.GtidPrechecked, finality.GtidDecided, finality.GtidSettled)
+	s.wantAggChain("001-G1", v.Chain, finality.GtidRegistered, finality.GtidPrechecked, finality.GtidDecided, finality.GtidSettled)
 	for _, l := range v.Legs {
 		if l.State != "LEG_SETTLED" || l.ReadyResult != "OK" || l.TxState != "SETTLED" {
 			t.Fatalf("leg %+v", l)
@@ -170,7 +170,7 @@ func (s *stack) wantCancelled(gtid, reason string, before ledger) orchestrator.G
 	if v.State != "GT_CANCELLED" || v.ReasonCode != reason {
 		s.t.Fatalf("%s: %s %q, want GT_CANCELLED %q (%+v)", gtid, v.State, v.ReasonCode, reason, v)
 	}
-	s.wantChain(gtid, v.Chain, finality.GtidRegistered, finality.GtidDecidedCancel, finality.GtidCancelled)
+	s.wantAggChain(gtid, v.Chain, finality.GtidRegistered, finality.GtidDecidedCancel, finality.GtidCancelled)
 	for _, l := range v.Legs {
 		if l.State != "LEG_CANCELLED" || l.TxID != "" {
 			s.t.Fatalf("leg %+v", l)

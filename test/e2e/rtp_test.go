@@ -47,7 +47,7 @@ func (s *stack) wantRtp(id, state, reason string, chain ...finality.EventType) o
 	if v.State != state || v.ReasonCode != reason {
 		s.t.Fatalf("%s: %s %q, want %s %q", id, v.State, v.ReasonCode, state, reason)
 	}
-	s.wantChain(id, v.Chain, chain...)
+	s.wantAggChain(id, v.Chain, chain...)
 	return v
 }
 

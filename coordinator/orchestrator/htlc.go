@@ -1,0 +1,481 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/hlimit"
+	"github.com/zcgw/zcgw/coordinator/ident"
+	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/participants"
+	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+)
+
+// LaneHTLC is Transactions.lane of an HTLC (spec 001 ch. 15). It is not a
+// value of POST /api/transfers (USE_HTLC_ENDPOINT): HTLCs are created by
+// CreateHTLC (POST /api/htlc/create).
+const LaneHTLC = "HTLC"
+
+// HashAlgSHA256 is the only hash algorithm an HTLC may name (001 §15.2).
+const HashAlgSHA256 = "SHA-256"
+
+// Limits of a condition expression tree (001 §15.5: depth, operands).
+const (
+	MaxConditionDepth    = 8
+	MaxConditionOperands = 16
+)
+
+// ConditionChecker evaluates the condition expression attached to an
+// HTLC at claim time (001 §15.5). The orchestrator does not judge
+// conditions itself: it stores the expression, hands it to the checker,
+// records HtlcConditionsEvaluated with what the checker answered, and
+// lets the claim proceed only when Met is true. An error is treated as
+// "not met" (fail closed). coordinator/conditions implements it; the
+// node wires it through Config.Conditions.
+type ConditionChecker interface {
+	CheckHTLC(ctx context.Context, in ConditionInput) (ConditionOutcome, error)
+}
+
+// ConditionInput is what a claim asks the checker about.
+type ConditionInput struct {
+	HtlcID, TxID string
+	Expr         json.RawMessage // HtlcContracts.condition_expr_json
+	Now          time.Time       // the claim's instant (Clock), recorded with the outcome
+}
+
+// ConditionOutcome is the checker's answer; Detail (satisfied templates,
+// quorum breakdown, ...) is recorded in the HtlcConditionsEvaluated payload.
+type ConditionOutcome struct {
+	Met    bool
+	Detail map[string]any
+}
+
+// CrossChain is the cross-chain part of an HTLC create (003 HtlcContracts,
+// 001 §15.6): the same hashlock also locks an escrow on Source.
+type CrossChain struct {
+	Source             string `json:"source"`
+	OnchainTimelock    string `json:"onchain_timelock"` // strictly before the outer timelock
+	OnchainChainClass  string `json:"onchain_chain_class"`
+	OnchainCryptoSuite string `json:"onchain_crypto_suite,omitempty"`
+}
+
+// HtlcCreate is the body of POST /api/htlc/create (001 §15.3 step 1,
+// §13.5): amount, parties, hashlock and timelock.
+type HtlcCreate struct {
+	TxID     string         `json:"txid,omitempty"`
+	Amount   bankapi.Amount `json:"amount"`
+	Payer    Party          `json:"payer"`
+	Payee    Party          `json:"payee"`
+	Purpose  string         `json:"purpose,omitempty"`
+	HashAlg  string         `json:"hash_alg"`
+	Hashlock string         `json:"hashlock"`
+	// Timelock is timelock_expires_at: the outer timelock, RFC3339.
+	Timelock string `json:"timelock_expires_at"`
+	// ConditionExpr is the condition expression tree ({template_id} |
+	// {op, operands} | {op:THRESHOLD, k, operands}), stored as
+	// condition_expr_json (001 §15.5).
+	ConditionExpr json.RawMessage `json:"condition_expr,omitempty"`
+	CrossChain    *CrossChain     `json:"cross_chain,omitempty"`
+}
+
+// HtlcView is an HTLC as its parties see it (create, claim and GET).
+type HtlcView struct {
+	HtlcID                   string         `json:"htlc_id"`
+	TxID                     string         `json:"txid"`
+	State                    string         `json:"state"`    // HtlcContracts.state
+	TxState                  string         `json:"tx_state"` // Transactions.state
+	ReasonCode               string         `json:"reason_code,omitempty"`
+	HashAlg                  string         `json:"hash_alg"`
+	Hashlock                 string         `json:"hashlock"`
+	Timelock                 string         `json:"timelock_expires_at"`
+	Amount                   bankapi.Amount `json:"amount"`
+	PayerBankID              string         `json:"payer_bank_id"`
+	PayeeBankID              string         `json:"payee_bank_id"`
+	SecretVerified           bool           `json:"secret_verified"`
+	AuthorityRecheckRequired bool           `json:"authority_recheck_required"`
+	HasConditions            bool           `json:"has_conditions"`
+	CrossChainSource         string         `json:"cross_chain_source,omitempty"`
+	OnchainTimelock          string         `json:"onchain_timelock,omitempty"`
+	OnchainFinalityClass     string         `json:"onchain_finality_class,omitempty"`
+	OnchainQuantumRisk       string         `json:"onchain_quantum_risk,omitempty"`
+	Owner                    string         `json:"owner"`
+	// Replayed: the same create key and body, or a claim of an HTLC
+	// already claimed with the same preimage (001 §15.4: same result).
+	Replayed bool `json:"-"`
+}
+
+// HtlcClaim is the body of POST /api/htlc/{htlc_id}/claim (001 §13.5,
+// §15.4). The preimage is checked against the hashlock and never stored
+// or logged.
+type HtlcClaim struct {
+	Preimage          string `json:"preimage"` // hex
+	PresenterOrgID    string `json:"presenter_org_id,omitempty"`
+	PresenterSystemID string `json:"presenter_system_id,omitempty"`
+	PresentedAt       string `json:"presented_at,omitempty"`
+	PresentSignature  string `json:"present_signature,omitempty"`
+}
+
+// newHtlcID returns "HTLC-" and 24 hex digits.
+func newHtlcID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "HTLC-" + hex.EncodeToString(b[:])
+}
+
+func htlcIdemKey(issuer, key string) string { return "HTLC:" + issuer + ":" + key }
+
+// hashOf is the lower-case hex SHA-256 of a hex preimage.
+func hashOf(preimageHex string) (string, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(preimageHex))
+	if err != nil || len(b) == 0 {
+		return "", invalidField("preimage", "must be non-empty hex", "<redacted>")
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// validateHtlc checks a create at the input boundary.
+func validateHtlc(req HtlcCreate, now time.Time) (timelock time.Time, err error) {
+	if req.Amount.Value <= 0 || req.Amount.Value > MaxAmountValue {
+		return timelock, domainerr.New("INVALID_AMOUNT", fmt.Sprintf("amount.value must be in 1..%d (MAX_AMOUNT_VALUE)", int64(MaxAmountValue)),
+			map[string]any{"field": "amount.value", "value": req.Amount.Value})
+	}
+	if req.Amount.Currency != "JPY" {
+		return timelock, domainerr.New("INVALID_CURRENCY", "an HTLC is JPY only (001 §17.4: the HTLC lane has no currency dimension)",
+			map[string]any{"field": "amount.currency", "value": req.Amount.Currency})
+	}
+	if err := ident.CheckAll(ident.Field{Name: "txid", Kind: ident.TxID, Value: req.TxID},
+		ident.Field{Name: "payer.bank_id", Kind: ident.BankID, Value: req.Payer.BankID},
+		ident.Field{Name: "payer.account_hash", Kind: ident.AccountHash, Value: req.Payer.AccountHash},
+		ident.Field{Name: "payee.bank_id", Kind: ident.BankID, Value: req.Payee.BankID},
+		ident.Field{Name: "payee.account_hash", Kind: ident.AccountHash, Value: req.Payee.AccountHash},
+		ident.Field{Name: "purpose", Kind: ident.Purpose, Value: req.Purpose}); err != nil {
+		return timelock, err
+	}
+	for _, f := range []struct{ name, v string }{{"payer.bank_id", req.Payer.BankID}, {"payer.account_hash", req.Payer.AccountHash},
+		{"payee.bank_id", req.Payee.BankID}, {"payee.account_hash", req.Payee.AccountHash}, {"hashlock", req.Hashlock},
+		{"timelock_expires_at", req.Timelock}} {
+		if strings.TrimSpace(f.v) == "" {
+			return timelock, missingField(f.name)
+		}
+	}
+	if req.HashAlg != HashAlgSHA256 {
+		return timelock, invalidField("hash_alg", "must be SHA-256 (001 §15.2)", req.HashAlg)
+	}
+	if b, err := hex.DecodeString(req.Hashlock); err != nil || len(b) != sha256.Size || req.Hashlock != strings.ToLower(req.Hashlock) {
+		return timelock, invalidField("hashlock", "must be 64 lower-case hex digits (SHA-256)", req.Hashlock)
+	}
+	if timelock, err = clock.ParseStamp(req.Timelock); err != nil {
+		return timelock, invalidField("timelock_expires_at", "must be RFC3339", req.Timelock)
+	}
+	if !timelock.After(now) {
+		return timelock, domainerr.New("EXPIRED", "timelock_expires_at is not in the future", map[string]any{"field": "timelock_expires_at", "value": req.Timelock})
+	}
+	if len(req.ConditionExpr) > 0 {
+		if err := checkConditionExpr(req.ConditionExpr); err != nil {
+			return timelock, err
+		}
+	}
+	if cc := req.CrossChain; cc != nil {
+		if strings.TrimSpace(cc.Source) == "" {
+			return timelock, missingField("cross_chain.source")
+		}
+		if cc.OnchainChainClass == "" {
+			return timelock, domainerr.New("ONCHAIN_CHAIN_CLASS_REQUIRED", "cross_chain.onchain_chain_class is required", map[string]any{"field": "cross_chain.onchain_chain_class"})
+		}
+		if _, ok := finalityClass[cc.OnchainChainClass]; !ok {
+			return timelock, invalidField("cross_chain.onchain_chain_class", "must be PUBLIC, PRIVATE or PERMISSIONED", cc.OnchainChainClass)
+		}
+		inner, err := clock.ParseStamp(cc.OnchainTimelock)
+		if err != nil {
+			return timelock, invalidField("cross_chain.onchain_timelock", "must be RFC3339", cc.OnchainTimelock)
+		}
+		if !inner.Before(timelock) {
+			return timelock, domainerr.New("ONCHAIN_TIMELOCK_INVALID", "cross_chain.onchain_timelock must be strictly before timelock_expires_at",
+				map[string]any{"field": "cross_chain.onchain_timelock", "onchain_timelock": cc.OnchainTimelock, "timelock": req.Timelock})
+		}
+	}
+	return timelock, nil
+}
+
+// finalityClass derives onchain_finality_class from onchain_chain_class
+// (001 §15.6).
+var finalityClass = map[string]string{"PUBLIC": "PROBABILISTIC", "PRIVATE": "DETERMINISTIC", "PERMISSIONED": "DETERMINISTIC"}
+
+// quantumRisk classifies a signature suite (001 §15.6): classical suites
+// VULNERABLE, PQ suites RESISTANT, anything else UNKNOWN.
+func quantumRisk(suite string) string {
+	switch strings.ToLower(suite) {
+	case "secp256k1", "ed25519", "ecdsa-p256", "rsa":
+		return "VULNERABLE"
+	case "dilithium2", "dilithium3", "dilithium5", "falcon", "sphincs+":
+		return "RESISTANT"
+	}
+	return "UNKNOWN"
+}
+
+// checkConditionExpr is the structural check of a condition expression
+// tree (004 CONDITION_EXPR_INVALID): leaves {template_id}, nodes
+// {op: AND|OR, operands} or {op: THRESHOLD, k, operands}, depth and
+// operand counts bounded. Its meaning is the checker's business.
+func checkConditionExpr(raw json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return domainerr.New("CONDITION_EXPR_INVALID", "condition_expr is not JSON", map[string]any{"field": "condition_expr"})
+	}
+	var walk func(v any, depth int, path string) error
+	bad := func(path, why string) error {
+		return domainerr.New("CONDITION_EXPR_INVALID", "condition_expr: "+why, map[string]any{"field": "condition_expr", "path": path})
+	}
+	walk = func(v any, depth int, path string) error {
+		if depth > MaxConditionDepth {
+			return bad(path, fmt.Sprintf("deeper than %d", MaxConditionDepth))
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return bad(path, "a node must be an object")
+		}
+		if id, ok := m["template_id"]; ok {
+			if s, ok := id.(string); !ok || s == "" || len(m) != 1 {
+				return bad(path, "a leaf is exactly {template_id: non-empty string}")
+			}
+			return nil
+		}
+		op, _ := m["op"].(string)
+		ops, ok := m["operands"].([]any)
+		if !ok || len(ops) == 0 || len(ops) > MaxConditionOperands {
+			return bad(path, fmt.Sprintf("operands must hold 1..%d nodes", MaxConditionOperands))
+		}
+		switch op {
+		case "AND", "OR":
+			if len(m) != 2 {
+				return bad(path, "an AND/OR node has exactly op and operands")
+			}
+		case "THRESHOLD":
+			k, ok := m["k"].(float64)
+			if !ok || k != float64(int(k)) || k < 1 || int(k) > len(ops) || len(m) != 3 {
+				return bad(path, "THRESHOLD needs an integer k in 1..#operands")
+			}
+		default:
+			return bad(path, "op must be AND, OR or THRESHOLD")
+		}
+		for i, o := range ops {
+			if err := walk(o, depth+1, fmt.Sprintf("%s.operands[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(v, 1, "$")
+}
+
+// recheckRequired reports whether an HTLC created at now with timelock
+// must be rechecked (AML, check_type RECHECK) before its funds are
+// released: its timelock runs past the end of the current JST business
+// day (001 §15.4).
+func recheckRequired(now, timelock time.Time) bool {
+	return clock.BusinessDate(timelock) != clock.BusinessDate(now)
+}
+
+// CreateHTLC accepts POST /api/htlc/create from issuer (the payer bank)
+// under idempotencyKey, in one write transaction: the writable gate,
+// validation, participants and limits, the daily total, the Transactions
+// row in RECEIVED (PaymentInitiated, flow HTLC) with its HtlcContracts row
+// in HTLC_RECEIVED, and the work item that locks it. The same key and body
+// answer the stored view (Replayed); a different body is
+// IDEMPOTENCY_KEY_CONFLICT.
+func (o *Orchestrator) CreateHTLC(ctx context.Context, req HtlcCreate, idempotencyKey, issuer string) (HtlcView, error) {
+	if strings.TrimSpace(idempotencyKey) == "" {
+		return HtlcView{}, missingField("idempotency_key")
+	}
+	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", idempotencyKey); err != nil {
+		return HtlcView{}, err
+	}
+	if issuer == "" || issuer != req.Payer.BankID {
+		return HtlcView{}, domainerr.New("UNAUTHORIZED", "a participant may only create an HTLC as its payer bank",
+			map[string]any{"field": "payer.bank_id", "issuer": issuer})
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return HtlcView{}, fmt.Errorf("orchestrator: encode HTLC create: %w", err)
+	}
+	resp, replayed, err := o.keys.Once(ctx, o.db, htlcIdemKey(issuer, idempotencyKey), body, func(tx *store.Tx) ([]byte, error) {
+		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
+			return nil, err
+		}
+		v, err := o.createHtlcTx(ctx, tx, req, idempotencyKey, issuer, body)
+		if err != nil {
+			return nil, err
+		}
+		o.log.InfoContext(ctx, "htlc.created", "htlc_id", v.HtlcID, "txid", v.TxID, "payer_bank_id", v.PayerBankID,
+			"payee_bank_id", v.PayeeBankID, "amount", v.Amount.Value, "timelock", v.Timelock, "recheck", v.AuthorityRecheckRequired)
+		return json.Marshal(v)
+	})
+	if err != nil {
+		return HtlcView{}, err
+	}
+	var out HtlcView
+	if err := json.Unmarshal(resp, &out); err != nil {
+		return HtlcView{}, fmt.Errorf("orchestrator: stored HTLC response: %w", err)
+	}
+	out.Replayed = replayed
+	return out, nil
+}
+
+func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcCreate, key, issuer string, body []byte) (HtlcView, error) {
+	now := o.clk.Now()
+	timelock, err := validateHtlc(req, now)
+	if err != nil {
+		return HtlcView{}, err
+	}
+	if req.TxID != "" && !ident.InNamespace(req.TxID, issuer) {
+		return HtlcView{}, ErrTxIDNotUsable(issuer)
+	}
+	if req.Payer.BankID == req.Payee.BankID && req.Payer.AccountHash == req.Payee.AccountHash {
+		return HtlcView{}, invalidField("payee.account_hash", "payer and payee are the same account", req.Payee.AccountHash)
+	}
+	payer, err := participants.GetInTx(ctx, tx, req.Payer.BankID)
+	if err != nil {
+		return HtlcView{}, err
+	}
+	payee, err := participants.GetInTx(ctx, tx, req.Payee.BankID)
+	if err != nil {
+		return HtlcView{}, err
+	}
+	for _, p := range []participants.Participant{payer, payee} {
+		if !p.IsActive {
+			return HtlcView{}, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": p.BankID})
+		}
+	}
+	if payer.ParticipationMode == participants.ModeReceiveOnly {
+		return HtlcView{}, domainerr.New("PARTICIPATION_MODE_RECEIVE_ONLY", "the payer bank participates as RECEIVE_ONLY", map[string]any{"bank_id": payer.BankID})
+	}
+	if payee.ParticipationMode == participants.ModeSendOnly {
+		return HtlcView{}, domainerr.New("INVALID_REQUEST", "the payee bank participates as SEND_ONLY and cannot receive",
+			map[string]any{"field": "payee.bank_id", "bank_id": payee.BankID})
+	}
+	if err := o.checkTxLimit(ctx, tx, payer, req.Amount.Value); err != nil {
+		return HtlcView{}, err
+	}
+	daily, err := o.h.ConsumeDaily(ctx, tx, payer.BankID, req.Amount.Value)
+	if err != nil {
+		return HtlcView{}, err
+	}
+	txid := req.TxID
+	if txid == "" {
+		txid = newTxID()
+	}
+	stamp := clock.Stamp(now)
+	c := lane.HtlcContract{HtlcID: newHtlcID(), TxID: txid, Hashlock: req.Hashlock, Timelock: clock.Stamp(timelock),
+		Amount: req.Amount.Value, PayerBankID: req.Payer.BankID, PayeeBankID: req.Payee.BankID,
+		AuthorityRecheckRequired: recheckRequired(now, timelock), CreatedAt: stamp}
+	if len(req.ConditionExpr) > 0 {
+		c.ConditionExprJSON = string(req.ConditionExpr)
+	}
+	if cc := req.CrossChain; cc != nil {
+		inner, _ := clock.ParseStamp(cc.OnchainTimelock)
+		c.CrossChainSource, c.OnchainTimelock, c.OnchainChainClass = cc.Source, clock.Stamp(inner), cc.OnchainChainClass
+		c.OnchainCryptoSuite, c.OnchainQuantumRisk = cc.OnchainCryptoSuite, quantumRisk(cc.OnchainCryptoSuite)
+		c.OnchainFinalityClass = finalityClass[cc.OnchainChainClass]
+		c.OnchainMinConfirmations = 1 // deterministic finality: one confirmation (001 §15.6)
+		if cc.OnchainChainClass == "PUBLIC" {
+			c.OnchainMinConfirmations = 2
+		}
+	}
+	extra := map[string]any{"schema_version": "1.0"}
+	if req.Purpose != "" {
+		extra["purpose"] = req.Purpose
+	}
+	payload := map[string]any{"flow": LaneHTLC, "issuer_bank_id": issuer, "lane": LaneHTLC, "htlc_id": c.HtlcID,
+		"hash_alg": HashAlgSHA256, "hashlock": c.Hashlock, "timelock": c.Timelock,
+		"authority_recheck_required": c.AuthorityRecheckRequired, "has_conditions": c.ConditionExprJSON != "",
+		"amount": req.Amount, "payer_bank_id": req.Payer.BankID, "payee_bank_id": req.Payee.BankID,
+		hlimit.DailyDateKey: daily.BusinessDate}
+	if c.CrossChainSource != "" {
+		payload["cross_chain"] = map[string]any{"source": c.CrossChainSource, "onchain_timelock": c.OnchainTimelock,
+			"onchain_chain_class": c.OnchainChainClass, "onchain_finality_class": c.OnchainFinalityClass,
+			"onchain_quantum_risk": c.OnchainQuantumRisk, "onchain_min_confirmations": c.OnchainMinConfirmations}
+	}
+	ins, err := o.lanes.InsertTxInTx(ctx, tx, lane.NewTx{TxID: txid, Lane: LaneHTLC, AmountValue: req.Amount.Value, Currency: "JPY",
+		PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,
+		PayeeAccountHash: req.Payee.AccountHash, IdempotencyKey: htlcIdemKey(issuer, key), ExpiresAt: c.Timelock,
+		ExtraColumns: extra, Payload: payload, SideUpdates: lane.InsertHtlc(c)})
+	if err != nil {
+		return HtlcView{}, err
+	}
+	if !ins.Inserted {
+		return HtlcView{}, invalidField("txid", "a transaction with this txid already exists", txid)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO OrchestratorTransfers (`+progressColumns+`) VALUES (?, ?, ?, ?, ?)`,
+		txid, issuer, string(body), stamp, stamp); err != nil {
+		return HtlcView{}, wrapDB("insert progress", err)
+	}
+	if err := o.enqueue(ctx, tx, KindDrive, txid, LaneHTLC, StatusReady, now); err != nil {
+		return HtlcView{}, err
+	}
+	return htlcView(c, string(lane.Received), "", lane.OwnerZC), nil
+}
+
+func htlcView(c lane.HtlcContract, txState, reason, owner string) HtlcView {
+	state := c.State
+	if state == "" {
+		state = lane.HtlcReceived
+	}
+	return HtlcView{HtlcID: c.HtlcID, TxID: c.TxID, State: string(state), TxState: txState, ReasonCode: reason, HashAlg: HashAlgSHA256,
+		Hashlock: c.Hashlock, Timelock: c.Timelock, Amount: bankapi.Amount{Value: c.Amount, Currency: "JPY"},
+		PayerBankID: c.PayerBankID, PayeeBankID: c.PayeeBankID, SecretVerified: c.SecretVerified,
+		AuthorityRecheckRequired: c.AuthorityRecheckRequired, HasConditions: c.ConditionExprJSON != "",
+		CrossChainSource: c.CrossChainSource, OnchainTimelock: c.OnchainTimelock, OnchainFinalityClass: c.OnchainFinalityClass,
+		OnchainQuantumRisk: c.OnchainQuantumRisk, Owner: owner}
+}
+
+// loadHtlc reads an HTLC and its transaction on one snapshot.
+func (o *Orchestrator) loadHtlc(ctx context.Context, col, v string) (c lane.HtlcContract, r txRow, err error) {
+	err = o.db.Read(ctx, func(tx *store.Tx) error {
+		if col == "txid" {
+			c, err = lane.ReadHtlcByTx(ctx, tx, v)
+		} else {
+			c, err = lane.ReadHtlc(ctx, tx, v)
+		}
+		if err != nil {
+			return err
+		}
+		r, err = readTx(ctx, tx, c.TxID)
+		return err
+	})
+	return c, r, err
+}
+
+// GetHTLC reads an HTLC for one of its parties; anyone else gets
+// HTLC_NOT_FOUND, the answer for an HTLC that does not exist (004 照会の認可).
+func (o *Orchestrator) GetHTLC(ctx context.Context, htlcID, reader string) (HtlcView, error) {
+	c, r, err := o.loadHtlc(ctx, "htlc_id", htlcID)
+	if err != nil {
+		return HtlcView{}, err
+	}
+	if reader != c.PayerBankID && reader != c.PayeeBankID {
+		return HtlcView{}, htlcNotFound(htlcID)
+	}
+	return htlcView(c, string(r.State), r.ReasonCode, r.Owner), nil
+}
+
+func htlcNotFound(id string) error {
+	return domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{"htlc_id": id})
+}
+
+// expiredAt reports whether the outer timelock has passed at now: a
+// timelock passed by one millisecond refuses every claim (001 §15.4).
+func expiredAt(c lane.HtlcContract, now time.Time) bool {
+	t, err := clock.ParseStamp(c.Timelock)
+	return err != nil || !now.Before(t)
+}
