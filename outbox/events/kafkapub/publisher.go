@@ -661,7 +661,7 @@ func partitionIDs(n int) []int {
 // query-escaped key=value pairs joined by '&') into record headers, in one
 // pass and one allocation for the values: a column without escapes shares
 // its memory, one with escapes ('%XX', '+') is decoded into one buffer the
-// values share. Errors are those of events.DecodeHeaders.
+// values share. It refuses what events.DecodeHeaders refuses (FuzzKafkaHeaders).
 func kafkaHeaders(s string) ([]kafka.Header, error) {
 	if s == "" {
 		return nil, nil
