@@ -62,6 +62,19 @@ fileable AS (SELECT o.id FROM AdapterOutbox o
 		  AND (r.status IN ('CLAIMED','IN_DOUBT','BLOCKED','IN_FILE') OR (r.status = 'PENDING' AND r.route = 'MQ')))))
 `
 
+// filedPayload and settledPayload are the state log payloads of a file's
+// postings: the JSON of the maps {"ref", "file_id"} and {"ref", "txid"}
+// (keys in the order encoding/json sorts a map's), without a map per row.
+type filedPayload struct {
+	FileID string `json:"file_id"`
+	Ref    string `json:"ref"`
+}
+
+type settledPayload struct {
+	Ref  string `json:"ref"`
+	TxID string `json:"txid"`
+}
+
 // logSlice is how many state log rows a cut builds before writing them.
 const logSlice = 4096
 
@@ -106,7 +119,7 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 		facts = facts[:0]
 		for _, t := range got[lo:min(lo+logSlice, len(got))] {
 			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(t.id, 10), EventType: "OutboxFiled",
-				From: &from, To: string(InFile), Actor: o.actor, Payload: map[string]any{"ref": t.ref, "file_id": fileID}})
+				From: &from, To: string(InFile), Actor: o.actor, Payload: filedPayload{FileID: fileID, Ref: t.ref}})
 		}
 		if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
 			return 0, fmt.Errorf("outbox: state log of %d filed postings: %w", len(facts), err)

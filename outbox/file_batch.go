@@ -100,7 +100,7 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 			}
 			from := inFile
 			facts = append(facts, entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(r.id, 10), EventType: event, From: &from,
-				To: string(to), ReasonCode: reason, Actor: o.actor, Payload: map[string]any{"ref": a.Ref, "txid": r.txid}})
+				To: string(to), ReasonCode: reason, Actor: o.actor, Payload: settledPayload{Ref: a.Ref, TxID: r.txid}})
 			if a.Applied {
 				o.log.InfoContext(ctx, "outbox.apply", "id", r.id, "ref", a.Ref, "txid", r.txid, "core_ref", a.CoreRef, "via", "file")
 			} else {

@@ -204,7 +204,7 @@ func TestPerAccountOrderAcrossRoutes(t *testing.T) {
 func TestSettleFromFile(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, nil)
-	r.enqueue(t, filePost("F1", acctX, Credit, 500), filePost("F2", acctY, Debit, 900))
+	ids := r.enqueue(t, filePost("F1", acctX, Credit, 500), filePost("F2", acctY, Debit, 900))
 	rev := filePost("F3", acctX, Reversal, 500)
 	rev.ReversalOf = "F1"
 	r.enqueue(t, rev)
@@ -256,6 +256,17 @@ func TestSettleFromFile(t *testing.T) {
 	}
 	if c, _ := r.ob.Counts(ctx); c[Applied] != 2 || c[Blocked] != 1 || c[InFile] != 0 {
 		t.Fatalf("counts %v", c)
+	}
+	// The state log of a filed and refused posting: the audit trail's rows
+	// and payload bytes, as the per-row maps wrote them.
+	var logGot string
+	for _, e := range r.stateLog(t, ids[1]) {
+		logGot += fmt.Sprintf("%s %s>%s %s %s|", e.event, e.from, e.to, e.reason, e.payload)
+	}
+	if want := `OutboxEnqueued >PENDING  {"ref":"F2","route":"FILE","txid":"TX-F2"}|OutboxFiled PENDING>IN_FILE  {"file_id":"K1","ref":"F2"}|` +
+		`OutboxFileBlocked IN_FILE>BLOCKED INSUFFICIENT_FUNDS {"ref":"F2","txid":"TX-F2"}|` +
+		`OutboxCaseOpened BLOCKED>BLOCKED INSUFFICIENT_FUNDS {"case_id":"CASE-1","ref":"F2"}|`; logGot != want {
+		t.Fatalf("state log of F2:\n got %s\nwant %s", logGot, want)
 	}
 }
 

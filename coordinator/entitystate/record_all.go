@@ -25,7 +25,7 @@ var logColumns = []string{"log_id", "entity_type", "entity_id", "event_type", "s
 func RecordAll(ctx context.Context, tx *store.Tx, clk clock.Clock, facts []Fact) error {
 	t := clk.Now()
 	now := clock.Stamp(t)
-	args := make([]any, 0, recordRows*len(logColumns))
+	args := make([]any, 0, min(len(facts), recordRows)*len(logColumns)) // Record: one row, not a full slice
 	for lo := 0; lo < len(facts); lo += recordRows {
 		part := facts[lo:min(lo+recordRows, len(facts))]
 		args = args[:0]

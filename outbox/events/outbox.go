@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -349,7 +350,10 @@ type Pending struct {
 	EventType string
 	Headers   string // EncodeHeaders form
 	CreatedAt string // = the FinalityLog entry's occurred_at
-	Value     []byte // message_json
+	// Value is message_json. It shares the memory of the string the
+	// driver read (no second copy of a ~1 kB value per row): read it,
+	// never write to it.
+	Value []byte
 }
 
 // PendingAfter returns up to limit rows with outbox_seq > after, in
@@ -366,9 +370,11 @@ func (o *Outbox) PendingAfter(ctx context.Context, after int64, limit int) ([]Pe
 		defer rows.Close()
 		for rows.Next() {
 			var r Pending
-			if err := rows.Scan(&r.OutboxSeq, &r.ChainID, &r.EventType, &r.Headers, &r.CreatedAt, &r.Value); err != nil {
+			var value string
+			if err := rows.Scan(&r.OutboxSeq, &r.ChainID, &r.EventType, &r.Headers, &r.CreatedAt, &value); err != nil {
 				return err
 			}
+			r.Value = unsafe.Slice(unsafe.StringData(value), len(value))
 			out = append(out, r)
 		}
 		return rows.Err()

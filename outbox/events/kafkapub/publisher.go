@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -592,7 +593,11 @@ func (p *Publisher) fail(rows, sent int, err error) error {
 func (p *Publisher) messages(rows []events.Pending) ([]kafka.Message, []events.Pending) {
 	msgs := make([]kafka.Message, 0, len(rows))
 	size := 0
-	share := map[string]int{}
+	type partition struct {
+		topic string
+		id    int // -1 while the topic's partition count is not known
+	}
+	share := map[partition]int{}
 	var bal kafka.Murmur2Balancer
 	for i, r := range rows {
 		hs, err := kafkaHeaders(r.Headers)
@@ -607,11 +612,11 @@ func (p *Publisher) messages(rows []events.Pending) ([]kafka.Message, []events.P
 				hs = append(hs, kafka.Header{Key: h.Key, Value: []byte(h.Value)})
 			}
 		}
-		km := kafka.Message{Topic: p.cfg.Topics.For(r.EventType), Key: []byte(r.ChainID), Value: r.Value, Headers: hs}
+		km := kafka.Message{Topic: p.cfg.Topics.For(r.EventType), Key: keyBytes(r.ChainID), Value: r.Value, Headers: hs}
 		n := len(km.Value) + len(km.Key) + 64 + 8*len(hs) + len(r.Headers)
-		part := km.Topic
+		part := partition{km.Topic, -1}
 		if np, ok := p.parts.Load(km.Topic); ok && np.(int) > 0 {
-			part += "#" + strconv.Itoa(bal.Balance(km, partitionIDs(np.(int))...))
+			part.id = bal.Balance(km, partitionIDs(np.(int))...)
 		}
 		if i > 0 && (size+n > p.cfg.BatchBytes || share[part]+n > maxPartitionBytes) {
 			return msgs, rows[:i]
@@ -621,6 +626,15 @@ func (p *Publisher) messages(rows []events.Pending) ([]kafka.Message, []events.P
 		msgs = append(msgs, km)
 	}
 	return msgs, rows
+}
+
+// keyBytes is a record key sharing the row's chain id (kafka-go only reads
+// it); an empty chain id stays an empty, not a null, key.
+func keyBytes(chain string) []byte {
+	if chain == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(chain), len(chain))
 }
 
 var ids = func() []int {
@@ -643,13 +657,22 @@ func partitionIDs(n int) []int {
 	return s
 }
 
-// kafkaHeaders decodes an EventOutbox.headers column (events.EncodeHeaders)
-// into record headers. Values without escapes share one copy of the column.
+// kafkaHeaders decodes an EventOutbox.headers column (events.EncodeHeaders:
+// query-escaped key=value pairs joined by '&') into record headers, in one
+// pass and one allocation for the values: a column without escapes shares
+// its memory, one with escapes ('%XX', '+') is decoded into one buffer the
+// values share. It refuses what events.DecodeHeaders refuses (FuzzKafkaHeaders).
 func kafkaHeaders(s string) ([]kafka.Header, error) {
 	if s == "" {
 		return nil, nil
 	}
-	buf := []byte(s)
+	shared := !strings.ContainsAny(s, "%+")
+	var buf []byte
+	if shared {
+		buf = unsafe.Slice(unsafe.StringData(s), len(s))
+	} else {
+		buf = make([]byte, 0, len(s))
+	}
 	out := make([]kafka.Header, 0, strings.Count(s, "&")+1)
 	for off, i := 0, 0; off <= len(s); i++ {
 		end := strings.IndexByte(s[off:], '&')
@@ -663,18 +686,64 @@ func kafkaHeaders(s string) ([]kafka.Header, error) {
 		if eq < 0 {
 			return nil, fmt.Errorf("kafkapub: headers pair %d %q has no '='", i+1, pair)
 		}
-		k, v := pair[:eq], buf[off+eq+1:end]
-		if strings.ContainsAny(pair, "%+") {
-			hs, err := events.DecodeHeaders(pair)
-			if err != nil {
-				return nil, err
+		k := pair[:eq]
+		var v []byte
+		if shared {
+			v = buf[off+eq+1 : end : end]
+		} else {
+			if strings.ContainsAny(k, "%+") {
+				dk, err := events.DecodeHeaders(k + "=")
+				if err != nil {
+					return nil, err
+				}
+				k = dk[0].Key
 			}
-			k, v = hs[0].Key, []byte(hs[0].Value)
+			from := len(buf)
+			var err error
+			if buf, err = appendUnescaped(buf, pair[eq+1:]); err != nil {
+				return nil, fmt.Errorf("kafkapub: headers pair %d value: %w", i+1, err)
+			}
+			v = buf[from:len(buf):len(buf)]
 		}
 		out = append(out, kafka.Header{Key: k, Value: v})
 		off = end + 1
 	}
 	return out, nil
+}
+
+// appendUnescaped appends s query-unescaped (url.QueryUnescape: '+' is a
+// space, '%XX' a byte) to dst; len(s) bounds what it appends, so dst never
+// grows past a buffer sized for the whole column.
+func appendUnescaped(dst []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			dst = append(dst, ' ')
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return dst, url.EscapeError(s[i:min(i+3, len(s))])
+			}
+			dst = append(dst, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst, nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // acknowledgedThrough returns, after WriteMessages returned err for rows,
