@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/conditions"
 	"log/slog"
 	"time"
 
@@ -117,7 +118,7 @@ type Config struct {
 	// the simulated venue right after instructing it.
 	ManualVenue bool
 	// Conditions evaluates the condition expressions attached to HTLCs at
-	// claim (nil: an HTLC with conditions cannot be claimed — fail closed).
+	// claim (nil: coordinator/conditions on DB, ConditionsChecker).
 	Conditions ConditionChecker
 }
 
@@ -162,6 +163,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.FinalityLog == nil {
 		cfg.FinalityLog = finality.New(cfg.Clock)
+	}
+	if cfg.Conditions == nil {
+		cfg.Conditions = ConditionsChecker(conditions.NewEvaluator(cfg.DB, cfg.Clock, nil))
 	}
 	if cfg.Timeouts.Exec <= 0 {
 		cfg.Timeouts.Exec = params.DefaultExecTimeout

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/zcgw/zcgw/coordinator/conditions"
 	"strings"
 	"time"
 
@@ -29,19 +30,13 @@ const LaneHTLC = "HTLC"
 // HashAlgSHA256 is the only hash algorithm an HTLC may name (001 §15.2).
 const HashAlgSHA256 = "SHA-256"
 
-// Limits of a condition expression tree (001 §15.5: depth, operands).
-const (
-	MaxConditionDepth    = 8
-	MaxConditionOperands = 16
-)
-
 // ConditionChecker evaluates the condition expression attached to an
 // HTLC at claim time (001 §15.5). The orchestrator does not judge
 // conditions itself: it stores the expression, hands it to the checker,
 // records HtlcConditionsEvaluated with what the checker answered, and
 // lets the claim proceed only when Met is true. An error is treated as
-// "not met" (fail closed). coordinator/conditions implements it; the
-// node wires it through Config.Conditions.
+// "not met" (fail closed). Config.Conditions nil: coordinator/conditions
+// on the coordinator database (ConditionsChecker).
 type ConditionChecker interface {
 	CheckHTLC(ctx context.Context, in ConditionInput) (ConditionOutcome, error)
 }
@@ -225,58 +220,15 @@ func quantumRisk(suite string) string {
 }
 
 // checkConditionExpr is the structural check of a condition expression
-// tree (004 CONDITION_EXPR_INVALID): leaves {template_id}, nodes
-// {op: AND|OR, operands} or {op: THRESHOLD, k, operands}, depth and
-// operand counts bounded. Its meaning is the checker's business.
+// (004 CONDITION_EXPR_INVALID), by coordinator/conditions' parser: the one
+// grammar of condition expressions (leaves {template_id}, AND/OR/THRESHOLD
+// nodes, bounded depth and operands). The offset, token and why of a
+// malformed expression are in the error's details.
 func checkConditionExpr(raw json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return domainerr.New("CONDITION_EXPR_INVALID", "condition_expr is not JSON", map[string]any{"field": "condition_expr"})
+	if _, err := conditions.Parse(raw); err != nil {
+		return conditions.Invalid(err)
 	}
-	var walk func(v any, depth int, path string) error
-	bad := func(path, why string) error {
-		return domainerr.New("CONDITION_EXPR_INVALID", "condition_expr: "+why, map[string]any{"field": "condition_expr", "path": path})
-	}
-	walk = func(v any, depth int, path string) error {
-		if depth > MaxConditionDepth {
-			return bad(path, fmt.Sprintf("deeper than %d", MaxConditionDepth))
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return bad(path, "a node must be an object")
-		}
-		if id, ok := m["template_id"]; ok {
-			if s, ok := id.(string); !ok || s == "" || len(m) != 1 {
-				return bad(path, "a leaf is exactly {template_id: non-empty string}")
-			}
-			return nil
-		}
-		op, _ := m["op"].(string)
-		ops, ok := m["operands"].([]any)
-		if !ok || len(ops) == 0 || len(ops) > MaxConditionOperands {
-			return bad(path, fmt.Sprintf("operands must hold 1..%d nodes", MaxConditionOperands))
-		}
-		switch op {
-		case "AND", "OR":
-			if len(m) != 2 {
-				return bad(path, "an AND/OR node has exactly op and operands")
-			}
-		case "THRESHOLD":
-			k, ok := m["k"].(float64)
-			if !ok || k != float64(int(k)) || k < 1 || int(k) > len(ops) || len(m) != 3 {
-				return bad(path, "THRESHOLD needs an integer k in 1..#operands")
-			}
-		default:
-			return bad(path, "op must be AND, OR or THRESHOLD")
-		}
-		for i, o := range ops {
-			if err := walk(o, depth+1, fmt.Sprintf("%s.operands[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return walk(v, 1, "$")
+	return nil
 }
 
 // recheckRequired reports whether an HTLC created at now with timelock
@@ -478,4 +430,20 @@ func htlcNotFound(id string) error {
 func expiredAt(c lane.HtlcContract, now time.Time) bool {
 	t, err := clock.ParseStamp(c.Timelock)
 	return err != nil || !now.Before(t)
+}
+
+// ConditionsChecker is the ConditionChecker of coordinator/conditions: the
+// HTLC's expression is decided over the attestations recorded about the
+// HTLC (its id is the subject) and the ledger predicates, at one snapshot.
+func ConditionsChecker(ev *conditions.Evaluator) ConditionChecker { return conditionsChecker{ev} }
+
+type conditionsChecker struct{ ev *conditions.Evaluator }
+
+func (c conditionsChecker) CheckHTLC(ctx context.Context, in ConditionInput) (ConditionOutcome, error) {
+	d, err := c.ev.Evaluate(ctx, string(in.Expr), conditions.Inputs{Subject: in.HtlcID})
+	if err != nil {
+		return ConditionOutcome{}, err
+	}
+	return ConditionOutcome{Met: d.Allowed, Detail: map[string]any{"satisfied": d.Satisfied, "missing": d.Missing,
+		"equivocated": d.Equivocated, "decided_at": d.EvaluatedAt, "decided_at_jst": d.EvaluatedAtJST}}, nil
 }

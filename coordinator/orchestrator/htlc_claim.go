@@ -244,14 +244,12 @@ func (o *Orchestrator) claimAfterExpiry(ctx context.Context, c lane.HtlcContract
 
 // evaluateConditions asks the ConditionChecker about c's expression and
 // returns the HtlcConditionsEvaluated record to write and whether the
-// expression is met. No checker, or a checker error, is "not met".
+// expression is met. A checker error is "not met" (fail closed).
 func (o *Orchestrator) evaluateConditions(ctx context.Context, c lane.HtlcContract) (lane.Record, bool) {
 	now := o.clk.Now()
 	payload := map[string]any{"htlc_id": c.HtlcID, "evaluated_at": clock.Stamp(now)}
 	met := false
-	if o.cfg.Conditions == nil {
-		payload["error"] = "no condition evaluator is configured (fail closed)"
-	} else if out, err := o.cfg.Conditions.CheckHTLC(ctx, ConditionInput{HtlcID: c.HtlcID, TxID: c.TxID,
+	if out, err := o.cfg.Conditions.CheckHTLC(ctx, ConditionInput{HtlcID: c.HtlcID, TxID: c.TxID,
 		Expr: []byte(c.ConditionExprJSON), Now: now}); err != nil {
 		payload["error"], payload["cause_reason_code"] = err.Error(), domainerr.Code(err)
 	} else {

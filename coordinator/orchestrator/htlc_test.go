@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"github.com/zcgw/zcgw/coordinator/conditions"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 func TestCheckConditionExpr(t *testing.T) {
 	deep := `{"template_id":"T"}`
-	for i := 0; i < MaxConditionDepth; i++ {
+	for i := 0; i < conditions.MaxDepth; i++ {
 		deep = `{"op":"OR","operands":[` + deep + `]}`
 	}
 	for _, c := range []struct {
