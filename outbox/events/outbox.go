@@ -253,6 +253,9 @@ func NewMessage(e finality.Entry, seq int64, prevMessageID string, p Producer) M
 // the entry's payload_json bytes (encoding/json compacts it; Append stores
 // compact JSON for every payload it marshals itself).
 func (m Message) encode() ([]byte, error) {
+	if b, ok := appendMessage(make([]byte, 0, 2560), &m); ok {
+		return b, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
