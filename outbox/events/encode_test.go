@@ -20,12 +20,12 @@ func encodingJSON(t *testing.T, m Message) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// TestAppendMessageIsEncodingJSON: encode writes the bytes encoding/json
+// TestMessageStringIsEncodingJSON: encodeString writes the bytes encoding/json
 // writes for signed and unsigned messages, with and without causation,
 // txid, gtid and state_from, a payload with spaces, HTML characters and
 // non-ASCII text, and strings that need escaping (which take
 // encoding/json itself).
-func TestAppendMessageIsEncodingJSON(t *testing.T) {
+func TestMessageStringIsEncodingJSON(t *testing.T) {
 	base := NewMessage(finality.Entry{LogID: "01a23c8e-4ab0-72b4-82b5-e73b56815af3", TxID: "TX-1", EventType: finality.PaymentInitiated,
 		StateTo: "RECEIVED", PayloadJSON: `{"request":{"client_ref":"<a&b>","name":"ﾔﾏﾀﾞ"},"n":[1, 2 ,3]}`, EventSeq: 42,
 		OccurredAt: "2026-12-03T15:38:07.975445774Z", PrevHash: finality.Genesis,
@@ -36,7 +36,7 @@ func TestAppendMessageIsEncodingJSON(t *testing.T) {
 	}
 	cases := map[string]struct {
 		m    Message
-		fast bool // written by appendMessage, not by encoding/json
+		fast bool // written by messageString, not by encoding/json
 	}{"unsigned": {base, true}, "signed": {signed(base), true}}
 	m := signed(base)
 	m.CausationID, m.Body.StateFrom, m.EventSeq, m.Body.FinalitySeq = "prev", "RECEIVED", 1<<62, -3
@@ -72,15 +72,15 @@ func TestAppendMessageIsEncodingJSON(t *testing.T) {
 	}{m, false}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := c.m.encode()
+			got, err := c.m.encodeString()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := encodingJSON(t, c.m); !bytes.Equal(got, want) {
+			if want := encodingJSON(t, c.m); got != string(want) {
 				t.Fatalf("encode\n%s\nwant encoding/json\n%s", got, want)
 			}
-			if _, fast := appendMessage(nil, &c.m); fast != c.fast {
-				t.Fatalf("appendMessage took it %v, want %v", fast, c.fast)
+			if _, fast := messageString(&c.m); fast != c.fast {
+				t.Fatalf("messageString took it %v, want %v", fast, c.fast)
 			}
 		})
 	}
