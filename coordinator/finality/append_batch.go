@@ -25,10 +25,41 @@ var entryColumns = []string{"log_id", "txid", "gtid", "event_type", "state_from"
 // for every entry. A chain that already has an entry is
 // refused by the fork guard (the unique index on the chain and prev_hash):
 // CONCURRENCY_CONFLICT, and the caller must roll back, since earlier rows
-// of evs may be written.
+// of evs may be written. It is PrepareFirstTx, InsertTx and FinishTx in a
+// row.
 func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]Entry, error) {
+	b, err := l.PrepareFirstTx(ctx, tx, evs)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.InsertTx(ctx, tx); err != nil {
+		return nil, err
+	}
+	if err := b.FinishTx(ctx, tx); err != nil {
+		return nil, err
+	}
+	return b.Entries(), nil
+}
+
+// FirstBatch is an AppendFirstTx taken in three steps inside one
+// transaction, so that a caller's own writes can run while the
+// after-append hook prepares its rows on the other cores (the event
+// outbox signs one message per entry): PrepareFirstTx, then InsertTx,
+// then the caller's writes, then FinishTx. A batch whose transaction is
+// rolled back is dropped as it is.
+type FirstBatch struct {
+	l     *Log
+	out   []Entry
+	after func(ctx context.Context, tx *store.Tx) error
+}
+
+// PrepareFirstTx checks evs as AppendFirstTx does, allocates their
+// consecutive event_seq inside tx, builds the entries and starts
+// AfterAppendFirst with them. It writes nothing else.
+func (l *Log) PrepareFirstTx(ctx context.Context, tx *store.Tx, evs []Event) (*FirstBatch, error) {
+	b := &FirstBatch{l: l}
 	if len(evs) == 0 {
-		return nil, nil
+		return b, nil
 	}
 	out := make([]Entry, len(evs))
 	for i, ev := range evs {
@@ -57,13 +88,21 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 		out[i].EventSeq, out[i].OccurredAt = first+int64(i), now
 		out[i].EntryHash = ComputeHash(Genesis, out[i])
 	}
-	var after func(ctx context.Context, tx *store.Tx) error
+	b.out = out
 	if l.AfterAppendFirst != nil {
-		after = l.AfterAppendFirst(ctx, out)
+		b.after = l.AfterAppendFirst(ctx, out)
 	}
+	return b, nil
+}
+
+// Entries are the batch's entries, in evs order.
+func (b *FirstBatch) Entries() []Entry { return b.out }
+
+// InsertTx writes the batch's entries inside tx by multi-row INSERTs.
+func (b *FirstBatch) InsertTx(ctx context.Context, tx *store.Tx) error {
 	args := make([]any, 0, batchRows*len(entryColumns))
-	for lo := 0; lo < len(out); lo += batchRows {
-		part := out[lo:min(lo+batchRows, len(out))]
+	for lo := 0; lo < len(b.out); lo += batchRows {
+		part := b.out[lo:min(lo+batchRows, len(b.out))]
 		args = args[:0]
 		for _, e := range part {
 			args = append(args, e.LogID, nullable(e.TxID), nullable(e.GTID), string(e.EventType), nullable(e.StateFrom), e.StateTo,
@@ -71,25 +110,32 @@ func (l *Log) AppendFirstTx(ctx context.Context, tx *store.Tx, evs []Event) ([]E
 		}
 		if _, err := tx.ExecContext(ctx, store.InsertRows("FinalityLog", entryColumns, len(part)), args...); err != nil {
 			if store.IsUniqueViolation(err) {
-				return nil, domainerr.Wrap("CONCURRENCY_CONFLICT", err, "FinalityLog chain fork refused: a chain of the batch already has an entry",
+				return domainerr.Wrap("CONCURRENCY_CONFLICT", err, "FinalityLog chain fork refused: a chain of the batch already has an entry",
 					map[string]any{"chain_id": part[0].ChainID()})
 			}
-			return nil, fmt.Errorf("finality: insert %d first entries: %w", len(part), err)
+			return fmt.Errorf("finality: insert %d first entries: %w", len(part), err)
 		}
 	}
-	for _, e := range out {
+	for _, e := range b.out {
 		tx.SetMemo(tipMemo(e.ChainID()), chainTipMemo{e.LogID, e.EntryHash})
 	}
-	if after != nil {
-		if err := after(ctx, tx); err != nil {
-			return nil, fmt.Errorf("finality: after-append hook for %d first entries: %w", len(out), err)
+	return nil
+}
+
+// FinishTx runs the after-append hook for the batch's entries inside tx
+// (AfterAppendFirst's function, else AfterAppend per entry), after
+// InsertTx; call it before the transaction ends.
+func (b *FirstBatch) FinishTx(ctx context.Context, tx *store.Tx) error {
+	if b.after != nil {
+		if err := b.after(ctx, tx); err != nil {
+			return fmt.Errorf("finality: after-append hook for %d first entries: %w", len(b.out), err)
 		}
-	} else if l.AfterAppend != nil {
-		for _, e := range out {
-			if err := l.AfterAppend(ctx, tx, e); err != nil {
-				return nil, fmt.Errorf("finality: after-append hook for %s: %w", e.LogID, err)
+	} else if b.l.AfterAppend != nil {
+		for _, e := range b.out {
+			if err := b.l.AfterAppend(ctx, tx, e); err != nil {
+				return fmt.Errorf("finality: after-append hook for %s: %w", e.LogID, err)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }

@@ -21,12 +21,17 @@ const insertRows = 64
 // transaction, with its first FinalityLog entry and side updates: the
 // rows InsertTxInTx would create one by one, for a batch (a bulk
 // submission) whose txids and idempotency keys are all new, written by
-// multi-row INSERTs (finality.Log.AppendFirstTx for the entries). Every
+// multi-row INSERTs (finality.Log.PrepareFirstTx for the entries). Every
 // NewTx is checked as InsertTxInTx checks it, and the writable gate is
 // passed once. When a txid or key exists it returns ErrNotAllNew; rows of
 // ns may then be written, so the caller must roll its transaction back
 // (and use InsertTxInTx per row to learn which one exists).
-func (l *Lanes) InsertNewTxsInTx(ctx context.Context, tx *store.Tx, ns []NewTx) ([]finality.Entry, error) {
+//
+// also, when not nil, runs after those rows and before the FinalityLog's
+// after-append hooks (the event outbox rows): the caller's own writes for
+// the batch overlap the hooks' preparation (the events are signed on the
+// other cores meanwhile). Its error is InsertNewTxsInTx's.
+func (l *Lanes) InsertNewTxsInTx(ctx context.Context, tx *store.Tx, ns []NewTx, also func() error) ([]finality.Entry, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
@@ -40,6 +45,16 @@ func (l *Lanes) InsertNewTxsInTx(ctx context.Context, tx *store.Tx, ns []NewTx) 
 		}
 	}
 	if err := l.gate.CheckWritable(ctx, tx); err != nil {
+		return nil, err
+	}
+	evs := make([]finality.Event, len(ns))
+	for i, n := range ns {
+		evs[i] = finality.Event{TxID: n.TxID, Type: n.EventType, StateTo: string(n.State), Payload: n.Payload}
+	}
+	// The entries first (their event_seq allocated, the hooks started),
+	// so the hooks work while the rows are written.
+	first, err := l.log.PrepareFirstTx(ctx, tx, evs)
+	if err != nil {
 		return nil, err
 	}
 	var batch []any
@@ -60,15 +75,12 @@ func (l *Lanes) InsertNewTxsInTx(ctx context.Context, tx *store.Tx, ns []NewTx) 
 		}
 		lo = hi
 	}
-	evs := make([]finality.Event, len(ns))
-	for i, n := range ns {
+	for _, n := range ns {
 		if err := l.fault(ctx, tx, n.TxID); err != nil {
 			return nil, err
 		}
-		evs[i] = finality.Event{TxID: n.TxID, Type: n.EventType, StateTo: string(n.State), Payload: n.Payload}
 	}
-	entries, err := l.log.AppendFirstTx(ctx, tx, evs)
-	if err != nil {
+	if err := first.InsertTx(ctx, tx); err != nil {
 		return nil, err
 	}
 	for _, n := range ns {
@@ -78,5 +90,13 @@ func (l *Lanes) InsertNewTxsInTx(ctx context.Context, tx *store.Tx, ns []NewTx) 
 			}
 		}
 	}
-	return entries, nil
+	if also != nil {
+		if err := also(); err != nil {
+			return nil, err
+		}
+	}
+	if err := first.FinishTx(ctx, tx); err != nil {
+		return nil, err
+	}
+	return first.Entries(), nil
 }

@@ -278,46 +278,50 @@ func (o *Orchestrator) bulkFastTx(ctx context.Context, tx *store.Tx, issuer stri
 		it := items[a.i]
 		ns[j] = newTx(it.Req, it.Key, issuer, a.a, dates[a.a.payer.BankID])
 	}
-	if _, err := o.lanes.InsertNewTxsInTx(ctx, tx, ns); err != nil {
-		if errors.Is(err, lane.ErrNotAllNew) {
-			return errBulkCareful
-		}
-		return err
-	}
-	now := o.clk.Now()
-	stamp := clock.Stamp(now)
-	progress := make([][]any, len(ok))
-	queue := make([][]any, len(ok))
 	ready := false // a READY item wakes the Run loops (wake.go), as enqueue does
 	defer func() {
 		if ready {
 			o.wake.poke()
 		}
 	}()
-	for j, a := range ok {
-		kind, status := queueEntry(a.a.eff)
-		ready = ready || status == StatusReady
-		progress[j] = []any{ns[j].TxID, issuer, string(bodies[a.i]), stamp, stamp}
-		queue[j] = []any{itemID(kind, ns[j].TxID), kind, ns[j].TxID, a.a.eff, status, stamp, stamp, stamp}
-	}
-	if err := insertRows(ctx, tx, "OrchestratorTransfers", strings.Split(progressColumns, ", "), progress); err != nil {
-		return err
-	}
-	if err := insertRows(ctx, tx, "OrchestratorQueue", queueColumns, queue); err != nil {
-		return err
-	}
-	done := make([]idem.Done, len(ok))
-	for j, a := range ok {
-		r := SubmitResult{TxID: ns[j].TxID, Lane: a.a.eff, RequestedLane: items[a.i].Req.Lane, State: string(lane.Received), AcceptedAt: stamp}
-		resp, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("orchestrator: encode answer: %w", err)
+	// The progress rows, work items and keys are written while the
+	// transfers' events are signed (InsertNewTxsInTx's also).
+	also := func() error {
+		stamp := clock.Stamp(o.clk.Now())
+		progress := make([][]any, len(ok))
+		queue := make([][]any, len(ok))
+		for j, a := range ok {
+			kind, status := queueEntry(a.a.eff)
+			ready = ready || status == StatusReady
+			progress[j] = []any{ns[j].TxID, issuer, string(bodies[a.i]), stamp, stamp}
+			queue[j] = []any{itemID(kind, ns[j].TxID), kind, ns[j].TxID, a.a.eff, status, stamp, stamp, stamp}
 		}
-		done[j] = idem.Done{Key: idemKey(issuer, items[a.i].Key), RequestHash: hashes[a.i], Response: resp}
-		res[a.i].Result = r
+		if err := insertRows(ctx, tx, "OrchestratorTransfers", strings.Split(progressColumns, ", "), progress); err != nil {
+			return err
+		}
+		if err := insertRows(ctx, tx, "OrchestratorQueue", queueColumns, queue); err != nil {
+			return err
+		}
+		done := make([]idem.Done, len(ok))
+		for j, a := range ok {
+			r := SubmitResult{TxID: ns[j].TxID, Lane: a.a.eff, RequestedLane: items[a.i].Req.Lane, State: string(lane.Received), AcceptedAt: stamp}
+			resp, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("orchestrator: encode answer: %w", err)
+			}
+			done[j] = idem.Done{Key: idemKey(issuer, items[a.i].Key), RequestHash: hashes[a.i], Response: resp}
+			res[a.i].Result = r
+		}
+		if err := o.keys.DoneAll(ctx, tx, done); err != nil {
+			if errors.Is(err, idem.ErrExists) {
+				return errBulkCareful
+			}
+			return err
+		}
+		return nil
 	}
-	if err := o.keys.DoneAll(ctx, tx, done); err != nil {
-		if errors.Is(err, idem.ErrExists) {
+	if _, err := o.lanes.InsertNewTxsInTx(ctx, tx, ns, also); err != nil {
+		if errors.Is(err, lane.ErrNotAllNew) {
 			return errBulkCareful
 		}
 		return err

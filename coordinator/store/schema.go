@@ -16,6 +16,11 @@ var Schema string
 // path and applies Schema. Applying it again on an existing database is a
 // no-op, so every start calls this.
 func OpenCoordinator(ctx context.Context, path string) (*DB, error) {
+	if !IsPostgres(path) {
+		if err := createSQLite(ctx, path, CoordinatorPageSize); err != nil {
+			return nil, err
+		}
+	}
 	db, err := Open(ctx, path, Schema)
 	if err == nil && db.postgres {
 		// Several nodes write the coordinator at once on PostgreSQL. A

@@ -144,13 +144,13 @@ func signFirst(es []finality.Entry, p Producer, s *Signer) *firstBatch {
 						return
 					}
 				}
-				enc, err := m.encode()
+				enc, err := m.encodeString()
 				if err != nil {
 					b.errs[w] = fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, e.ChainID(), err)
 					return
 				}
 				b.rows[i] = Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: e.ChainID(), EventSeq: 1, EventType: string(e.EventType),
-					MessageJSON: string(enc), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+					MessageJSON: enc, Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
 			}
 		}()
 	}
@@ -197,12 +197,12 @@ func Insert(ctx context.Context, tx *store.Tx, e finality.Entry, p Producer, s *
 			return Row{}, err
 		}
 	}
-	b, err := m.encode()
+	b, err := m.encodeString()
 	if err != nil {
 		return Row{}, fmt.Errorf("events: encode %s of chain %s: %w", e.LogID, chain, err)
 	}
 	r := Row{OutboxSeq: e.EventSeq, LogID: e.LogID, ChainID: chain, EventSeq: m.EventSeq, EventType: string(e.EventType),
-		MessageJSON: string(b), Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
+		MessageJSON: b, Headers: EncodeHeaders(m.Headers()), CreatedAt: e.OccurredAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO EventOutbox (outbox_seq, log_id, chain_id, event_seq, event_type, message_json, headers, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.OutboxSeq, r.LogID, r.ChainID, r.EventSeq, r.EventType, r.MessageJSON, r.Headers, r.CreatedAt); err != nil {
 		return Row{}, fmt.Errorf("events: insert outbox row for %s (chain %s, event_seq %d): %w", e.LogID, chain, r.EventSeq, err)
@@ -261,6 +261,16 @@ func (m Message) encode() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// encodeString is encode as a string: messageString when it can, without
+// a copy of the bytes.
+func (m Message) encodeString() (string, error) {
+	if s, ok := messageString(&m); ok {
+		return s, nil
+	}
+	b, err := m.encode()
+	return string(b), err
 }
 
 // Aggregate is the §12.5 aggregate of a chain: TX:{txid}, GT:{gtid} or

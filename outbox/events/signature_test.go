@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,62 @@ func TestRegistryKeysNeedAUsableZCKey(t *testing.T) {
 	}
 	if err := VerifySignature(sign("KEY-ZC", zcPriv), keys); !domainerr.Has(err, "KEY_REVOKED") {
 		t.Fatalf("revoked before the event: %v", err)
+	}
+}
+
+// TestSignedBytesIsCanonical: the bytes an event signature covers are
+// signing.Canonical's over the message as a document, for messages with
+// and without a signature block, a causation id, a gtid instead of a
+// txid, large and negative numbers, characters JSON or a query string
+// would escape, and text that NFC changes (a decomposed が); an unknown
+// pointer takes the document path and gives the same bytes.
+func TestSignedBytesIsCanonical(t *testing.T) {
+	base := NewMessage(finality.Entry{LogID: "01a23c8e-4ab0-72b4-82b5-e73b56815af3", TxID: "TX-1", EventType: finality.PaymentInitiated,
+		StateTo: "RECEIVED", PayloadJSON: `{"a":1}`, EventSeq: 42, OccurredAt: "2026-12-03T15:38:07.975445774Z", PrevHash: finality.Genesis,
+		EntryHash: "73fe46d933a043b196f89ae2ebdd40e7042ef6b46d42ea9ced9adeaec370b058"}, 1, "", DefaultProducer)
+	signed := func(m Message) Message {
+		m.Signature = &Signature{Alg: SignatureAlg, KeyID: "KEY-ZC-<&>|", Canonicalization: Canonicalization, SignedFields: SignedFields}
+		return m
+	}
+	cases := map[string]Message{"unsigned": base, "signed": signed(base)}
+	m := signed(base)
+	m.CausationID, m.EventSeq, m.Body.FinalitySeq = "prev-id", 1<<62, -7
+	cases["causation, big and negative numbers"] = m
+	m = signed(base)
+	m.Body.TxID, m.Body.GTID, m.ChainID, m.Aggregate = "", "GT-1", "GT-1", "GT:GT-1"
+	cases["gtid chain"] = m
+	m = signed(base)
+	m.Producer = Producer{OrgID: "か\u3099", SystemID: "a|b,c&d=e<f>\"g\\h"}
+	m.Body.StateFrom, m.Name = "\u00e9", "e\u0301"
+	cases["NFC and escapes"] = m
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := signedBytes(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := signing.Canonical(canonicalDoc(m), SignedFields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("signedBytes\n%s\nwant signing.Canonical\n%s", got, want)
+			}
+		})
+	}
+	if got, _ := signedBytes(cases["NFC and escapes"]); !strings.Contains(string(got), "|が|") {
+		t.Fatalf("org_id not in NFC: %s", got)
+	}
+	saved := SignedFields
+	t.Cleanup(func() { SignedFields = saved })
+	SignedFields = append(slices.Clone(saved), "/no/such/member")
+	m = signed(base)
+	got, err := signedBytes(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := signing.Canonical(canonicalDoc(m), SignedFields)
+	if string(got) != string(want) || !strings.HasSuffix(string(got), "|") {
+		t.Fatalf("unknown pointer: %s, want %s", got, want)
 	}
 }
