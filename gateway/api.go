@@ -90,15 +90,8 @@ func (s *Server) postTransfer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	key, keyField := req.IdempotencyKey, "idempotency_key"
-	if key == "" {
-		key, keyField = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
-	}
-	if key == "" {
-		writeError(w, r, domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"}))
-		return
-	}
-	if err := ident.Check(ident.IdempotencyKey, keyField, key); err != nil {
+	key, err := idempotencyKey(r, req.IdempotencyKey)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -357,4 +350,16 @@ func (s *Server) writeParticipant(w http.ResponseWriter, r *http.Request, op fun
 	}
 	loggerFrom(r).InfoContext(r.Context(), "participant.saved", "bank_id", out.BankID, "operator", principalFrom(r).Name)
 	writeJSON(w, status, out)
+}
+
+// idempotencyKey is the body's key, or the Idempotency-Key header.
+func idempotencyKey(r *http.Request, body string) (string, error) {
+	key, field := body, "idempotency_key"
+	if key == "" {
+		key, field = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
+	}
+	if key == "" {
+		return "", domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"})
+	}
+	return key, ident.Check(ident.IdempotencyKey, field, key)
 }

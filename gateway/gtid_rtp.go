@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
-	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 )
@@ -98,18 +97,6 @@ func (s *Server) jsonBodyOptional(action string, next http.HandlerFunc) http.Han
 		return next
 	}
 	return s.jsonBody(next)
-}
-
-// idempotencyKey is the body's key, or the Idempotency-Key header.
-func idempotencyKey(r *http.Request, body string) (string, error) {
-	key, field := body, "idempotency_key"
-	if key == "" {
-		key, field = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
-	}
-	if key == "" {
-		return "", domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"})
-	}
-	return key, ident.Check(ident.IdempotencyKey, field, key)
 }
 
 func writeAccepted(w http.ResponseWriter, replayed bool, v any) {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
-	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 )
@@ -111,15 +110,8 @@ func (s *Server) postHTLCCreate(h HTLCs) http.HandlerFunc {
 			writeError(w, r, err)
 			return
 		}
-		key, keyField := req.IdempotencyKey, "idempotency_key"
-		if key == "" {
-			key, keyField = r.Header.Get("Idempotency-Key"), "Idempotency-Key"
-		}
-		if key == "" {
-			writeError(w, r, domainerr.New("MISSING_FIELD", "idempotency_key is required", map[string]any{"field": "idempotency_key"}))
-			return
-		}
-		if err := ident.Check(ident.IdempotencyKey, keyField, key); err != nil {
+		key, err := idempotencyKey(r, req.IdempotencyKey)
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}
