@@ -16,6 +16,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/ident"
+	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/sysmode"
@@ -31,11 +32,6 @@ const (
 	// KindRtp is the work item that delivers rtp-notify
 	// (OrchestratorQueue.txid holds the rtp_id).
 	KindRtp = "RTP"
-	// DefaultRtpMaxAttempts is RtpRequests.max_attempts (PR-RTP-ATTEMPT-MAX's
-	// default, spec 002 §12.8): rtp-notify deliveries tried before FAILED.
-	DefaultRtpMaxAttempts = 3
-	// MaxRtpLifetime bounds expires_at.
-	MaxRtpLifetime = 30 * 24 * time.Hour
 )
 
 // RtpState is RtpRequests.state.
@@ -205,7 +201,31 @@ func (o *Orchestrator) transitionRtpInTx(ctx context.Context, tx *store.Tx, m rt
 	return true, nil
 }
 
-func validateRtp(req RtpRequest, issuer string, now time.Time) error {
+// rtpParams are the parameters a new request to pay is created under,
+// read from the parameter ledger inside the request's transaction
+// (coordinator/params; one statement): PR-RTP-ATTEMPT-MAX becomes the
+// row's max_attempts, PR-RTP-MAX-LIFETIME bounds its expires_at.
+type rtpParams struct {
+	maxAttempts int
+	lifetime    time.Duration
+}
+
+func rtpParamsTx(ctx context.Context, tx *store.Tx) (rtpParams, error) {
+	changed, err := params.ChangedTx(ctx, tx)
+	if err != nil {
+		return rtpParams{}, err
+	}
+	p := rtpParams{maxAttempts: int(params.DefaultRtpAttemptMax), lifetime: params.DefaultRtpMaxLifetime}
+	if v, ok := changed[params.RtpAttemptMax]; ok {
+		p.maxAttempts = int(v)
+	}
+	if v, ok := changed[params.RtpMaxLifetime]; ok {
+		p.lifetime = time.Duration(v) * time.Second
+	}
+	return p, nil
+}
+
+func validateRtp(req RtpRequest, issuer string, now time.Time, lifetime time.Duration) error {
 	if req.RtpID != "" {
 		if err := ident.Check(ident.BankRef, "rtp_id", req.RtpID); err != nil {
 			return err
@@ -246,8 +266,10 @@ func validateRtp(req RtpRequest, issuer string, now time.Time) error {
 	if !exp.After(now) {
 		return domainerr.New("EXPIRED", "expires_at is not in the future", map[string]any{"field": "expires_at", "value": req.ExpiresAt})
 	}
-	if exp.Sub(now) > MaxRtpLifetime {
-		return invalidField("expires_at", "at most 30 days ahead", req.ExpiresAt)
+	if exp.Sub(now) > lifetime {
+		return domainerr.New("INVALID_REQUEST", "expires_at: at most "+lifetime.String()+" ahead ("+string(params.RtpMaxLifetime)+")",
+			map[string]any{"field": "expires_at", "value": req.ExpiresAt, "parameter": string(params.RtpMaxLifetime),
+				"max_lifetime_seconds": int64(lifetime / time.Second)})
 	}
 	return nil
 }
@@ -275,7 +297,11 @@ func (o *Orchestrator) RequestRtp(ctx context.Context, req RtpRequest, idempoten
 			return nil, err
 		}
 		now := o.clk.Now()
-		if err := validateRtp(req, issuerBankID, now); err != nil {
+		pr, err := rtpParamsTx(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		if err := validateRtp(req, issuerBankID, now, pr.lifetime); err != nil {
 			return nil, err
 		}
 		for _, id := range []string{issuerBankID, req.PayerBankID} {
@@ -294,7 +320,7 @@ func (o *Orchestrator) RequestRtp(ctx context.Context, req RtpRequest, idempoten
 		stamp := clock.Stamp(now)
 		ok, err := store.Insert(ctx, tx, "RtpRequests", []string{"rtp_id", "payee_bank_id", "payer_bank_id", "amount_value", "state",
 			"attempt_count", "max_attempts", "expires_at", "created_at", "updated_at", "payee_name", "description", "edi_ref", "payee_account_hash"},
-			id, issuerBankID, req.PayerBankID, req.Amount.Value, string(RtpCreated), 0, DefaultRtpMaxAttempts, req.ExpiresAt, stamp, stamp,
+			id, issuerBankID, req.PayerBankID, req.Amount.Value, string(RtpCreated), 0, pr.maxAttempts, req.ExpiresAt, stamp, stamp,
 			req.PayeeName, nullStr(req.Description), nullStr(req.EdiRef), req.PayeeAccountHash)
 		if err != nil {
 			return nil, wrapDB("insert rtp", err)
@@ -304,7 +330,7 @@ func (o *Orchestrator) RequestRtp(ctx context.Context, req RtpRequest, idempoten
 		}
 		if _, err := o.flog.Append(ctx, tx, finality.Event{GTID: id, Type: finality.RtpRequested, StateTo: string(RtpCreated),
 			Payload: map[string]any{"payee_bank_id": issuerBankID, "payer_bank_id": req.PayerBankID, "amount": req.Amount,
-				"expires_at": req.ExpiresAt, "max_attempts": DefaultRtpMaxAttempts}}); err != nil {
+				"expires_at": req.ExpiresAt, "max_attempts": pr.maxAttempts}}); err != nil {
 			return nil, err
 		}
 		if err := o.enqueue(ctx, tx, KindRtp, id, LaneRtp, StatusReady, now); err != nil {

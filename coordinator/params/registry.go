@@ -24,6 +24,10 @@ const (
 	AdapterDownAfter   Name = "PR-ADAPTER-DOWN-AFTER"
 	CaseSLA            Name = "PR-CASE-SLA"
 	SignatureClockSkew Name = "PR-SIGNATURE-SKEW"
+	// Request to pay (§12.8 "RTP"): PR-RTP-ATTEMPT-MAX is the spec's name;
+	// PR-RTP-MAX-LIFETIME names the longest expires_at a request may ask.
+	RtpAttemptMax  Name = "PR-RTP-ATTEMPT-MAX"
+	RtpMaxLifetime Name = "PR-RTP-MAX-LIFETIME"
 	// Per-bank limits (Participants columns, spec 003): they exist per
 	// bank only and change through the ledger with a bank_id.
 	HLimit           Name = "PR-H-LIMIT"
@@ -40,6 +44,8 @@ const (
 	DefaultAdapterDownAfter  int64 = 3
 	DefaultCaseSLA                 = 4 * time.Hour
 	DefaultSignatureSkew           = 5 * time.Minute
+	DefaultRtpAttemptMax     int64 = 3 // 003 RtpRequests.max_attempts DEFAULT 3
+	DefaultRtpMaxLifetime          = 30 * 24 * time.Hour
 	// DefaultLease is the longest work-item lease an orchestrator takes
 	// by default (orchestrator.Config.Lease); a timeout it races must stay
 	// longer (docs/orchestrator.md, "Owners, restart and leases").
@@ -104,6 +110,12 @@ var defs = []Def{
 	{Name: SignatureClockSkew, Kind: KindDuration, Unit: "s", Min: 10, Max: secs(time.Hour), Default: secs(DefaultSignatureSkew),
 		ReadBy: "coordinator/signing (Verifier)",
 		Doc:    "the accepted difference, either way, between a signature's time and the verifier's clock (TIMESTAMP_SKEW)"},
+	{Name: RtpAttemptMax, Kind: KindCount, Unit: "count", Min: 1, Max: 20, Default: DefaultRtpAttemptMax,
+		ReadBy: "coordinator/orchestrator (RequestRtp: the request's max_attempts)",
+		Doc:    "rtp-notify deliveries tried for a new request to pay before it is FAILED (RTP_ATTEMPTS_EXHAUSTED); a request keeps the value it was created with"},
+	{Name: RtpMaxLifetime, Kind: KindDuration, Unit: "s", Min: 60, Max: secs(90 * 24 * time.Hour), Default: secs(DefaultRtpMaxLifetime),
+		ReadBy: "coordinator/orchestrator (RequestRtp)",
+		Doc:    "the furthest ahead a new request to pay's expires_at may be (INVALID_REQUEST beyond it)"},
 
 	{Name: HLimit, Kind: KindAmount, Unit: "JPY", Min: 0, Max: 1_000_000_000_000_000, BankColumn: "h_limit", BankOnly: true,
 		ReadBy: "coordinator/hlimit (H reservations)",

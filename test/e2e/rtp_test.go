@@ -11,6 +11,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
+	"github.com/zcgw/zcgw/coordinator/params"
 )
 
 // rtpStack: 002 (a shop) asks 001's customer to pay.
@@ -143,7 +144,7 @@ func TestRtpNotifyAttemptsExhausted(t *testing.T) {
 		s.clk.Advance(10 * time.Second) // past each backoff
 	}
 	v := s.wantRtp("RTP-002-F", "FAILED", orchestrator.ReasonRtpNotifyFailed, finality.RtpRequested, finality.RtpFailed)
-	if v.AttemptCount != orchestrator.DefaultRtpMaxAttempts {
+	if v.AttemptCount != int(params.DefaultRtpAttemptMax) {
 		t.Fatalf("attempts %d", v.AttemptCount)
 	}
 	s.banks.SetDown("001", false)
@@ -257,4 +258,58 @@ func TestRtpAnswerRace(t *testing.T) {
 		t.Fatalf("%d transfers for %d accepts", n, outcomes["TX_CREATED"])
 	}
 	t.Logf("outcomes %v", outcomes)
+}
+
+// The RTP parameters are read from the parameter ledger when a request is
+// made: an operator's PR-RTP-ATTEMPT-MAX of 1 fails the next request after
+// one undelivered rtp-notify (a request made before the change keeps its
+// 3), and PR-RTP-MAX-LIFETIME of 1h refuses an expires_at 2h ahead.
+func TestRtpParametersFromTheLedger(t *testing.T) {
+	s := rtpStack(t)
+	ledger := params.NewLedger(s.zc, finality.New(s.clk), s.clk, nil, s.o.Lease())
+	set := func(name params.Name, old, new int64) {
+		t.Helper()
+		if _, err := ledger.Set(s.ctx, params.Change{Name: name, Old: old, New: new, EvidenceRef: "CAB-RTP-1", Reason: "same-day convergence", By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.banks.SetDown("001", true, bankapi.RTPNotify)
+	s.requestRtp("RTP-002-P3", 1_000, time.Hour) // before the change: max_attempts 3
+	set(params.RtpAttemptMax, params.DefaultRtpAttemptMax, 1)
+	if v := s.requestRtp("RTP-002-P1", 1_000, time.Hour); v.MaxAttempts != 1 {
+		t.Fatalf("max_attempts %d, want the ledger's 1", v.MaxAttempts)
+	}
+	s.run()
+	v := s.wantRtp("RTP-002-P1", "FAILED", orchestrator.ReasonRtpNotifyFailed, finality.RtpRequested, finality.RtpFailed)
+	if v.AttemptCount != 1 {
+		t.Fatalf("attempts %d, want 1", v.AttemptCount)
+	}
+	if v := s.rtp("RTP-002-P3"); v.State != "CREATED" || v.AttemptCount != 1 || v.MaxAttempts != 3 {
+		t.Fatalf("the earlier request: %+v", v)
+	}
+	for i := 0; i < 5; i++ {
+		s.clk.Advance(10 * time.Second) // past each backoff
+		s.run()
+	}
+	if v := s.wantRtp("RTP-002-P3", "FAILED", orchestrator.ReasonRtpNotifyFailed, finality.RtpRequested, finality.RtpFailed); v.AttemptCount != 3 {
+		t.Fatalf("the earlier request: attempts %d, want 3", v.AttemptCount)
+	}
+
+	s.banks.SetDown("001", false)
+	req := orchestrator.RtpRequest{PayerBankID: "001", PayeeAccountHash: "h:shop", Amount: bankapi.Amount{Value: 500, Currency: "JPY"},
+		ExpiresAt: clock.Stamp(s.clk.Now().Add(2 * time.Hour)), PayeeName: "TANAKA SHOTEN"}
+	if _, err := s.o.RequestRtp(s.ctx, req, "rtp-2h-ok", "002"); err != nil {
+		t.Fatalf("2h under the default lifetime: %v", err)
+	}
+	set(params.RtpMaxLifetime, int64(params.DefaultRtpMaxLifetime/time.Second), 3600)
+	if _, err := s.o.RequestRtp(s.ctx, req, "rtp-2h-refused", "002"); !hasCode(err, "INVALID_REQUEST") {
+		t.Fatalf("2h over PR-RTP-MAX-LIFETIME 1h: %v", err)
+	}
+	req.ExpiresAt = clock.Stamp(s.clk.Now().Add(30 * time.Minute))
+	if v, err := s.o.RequestRtp(s.ctx, req, "rtp-30m", "002"); err != nil || v.MaxAttempts != 1 {
+		t.Fatalf("30 min: %+v %v", v, err)
+	}
+	if n := s.count("SELECT COUNT(*) FROM RtpRequests"); n != 4 {
+		t.Fatalf("%d requests, want 4 (the refused one wrote nothing)", n)
+	}
 }
