@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
@@ -123,81 +124,150 @@ func notFoundTx(txid string) error {
 type queryFunc func(w http.ResponseWriter, r *http.Request, sub subject, v *orchestrator.View)
 
 // query authorizes a query route (spec 004 照会の認可) and records the
-// decision in AccessAuditLog: purpose code first (before anything is
-// looked up), then the subject (operator wins when both scopes are
-// claimed), the participant's signature when it has an ACTIVE key, the
-// list/feed refusal for participants, and for one transfer the party check
-// whose refusal is the same 404 as a missing transfer.
+// decision in AccessAuditLog. A list or feed (listRoute) is the
+// operator's only: a participant gets 403 CROSS_PARTICIPANT_SCOPE; an
+// operatorRoute likewise. One transfer (txRoute) is a partyQuery over
+// txResource.
 func (s *Server) query(kind routeKind, next queryFunc) http.HandlerFunc {
+	if kind == txRoute {
+		return partyQuery(s, s.txResource(), func(w http.ResponseWriter, r *http.Request, sub subject, v orchestrator.View) {
+			next(w, r, sub, &v)
+		})
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r)
-		resource := auditResource(r)
-		purpose := r.Header.Get(HeaderPurposeCode)
-		sub := subject{Purpose: purpose}
-		deny := func(err error, subjType string) {
-			s.record(r, AccessRecord{SubjectType: subjType, SubjectID: sub.auditID(), PurposeCode: nullPurpose(purpose),
-				Resource: resource, Decision: Deny, ReasonCode: domainerr.Code(err)})
-			writeError(w, r, err)
-		}
-		switch p.Scope {
-		case signing.ScopeOperator:
-			sub.Type, sub.Credential = SubjectOperator, credentialOf(r, p)
-		case signing.ScopeParticipant:
-			sub.Type, sub.BankID = SubjectParticipant, p.BankID
-		}
-		if !validPurpose(purpose) {
-			t := sub.Type
-			if t == "" {
-				t = SubjectUnidentified
-			}
-			deny(domainerr.New("PURPOSE_CODE_REQUIRED", "X-Purpose-Code (P01..P07) is required", map[string]any{"purpose_code": purpose}), t)
+		sub, ok := s.authorize(w, r)
+		if !ok {
 			return
 		}
-		if sub.Type == SubjectParticipant {
-			if claimed := r.Header.Get(HeaderBankID); sub.BankID == "" || (claimed != "" && claimed != sub.BankID) {
-				deny(domainerr.New("REQUESTER_UNIDENTIFIED", "the requesting participant cannot be identified", nil), SubjectUnidentified)
+		if sub.Type != SubjectOperator {
+			s.deny(w, r, sub, domainerr.New("CROSS_PARTICIPANT_SCOPE", "a participant may query only its own transactions by id", nil))
+			return
+		}
+		s.permit(r, sub)
+		next(w, r, sub, nil)
+	}
+}
+
+// partyResource is one resource a participant may read only as one of
+// its parties (spec 004 当事者の定義: a transfer's payer and payee banks,
+// every leg's bank of a GTID, an HTLC's payer and payee, ...); the
+// operator reads every one.
+type partyResource[T any] struct {
+	param string // the path value naming it
+	// check refuses an id no resource can have, before any lookup (nil:
+	// none).
+	check func(id string) error
+	// notFound is the one body for "no such resource" and "not yours": a
+	// non-party must not learn that it exists.
+	notFound func(id string) error
+	// load reads the resource unrestricted; a missing one is an error
+	// with notFound's code.
+	load    func(ctx context.Context, id string) (T, error)
+	parties func(v T) []string
+}
+
+// partyQuery is the one owner of the authorization of a participant's
+// query of one resource (spec 004 照会の認可): authorize (purpose code
+// before anything is looked up, the subject, the participant's
+// signature), then the id check, the lookup and the party check; a
+// missing resource and a non-party get the same 404 body. Every decision
+// is an AccessAuditLog row (a non-party's with NOT_A_PARTY).
+func partyQuery[T any](s *Server, res partyResource[T], next func(w http.ResponseWriter, r *http.Request, sub subject, v T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sub, ok := s.authorize(w, r)
+		if !ok {
+			return
+		}
+		id := r.PathValue(res.param)
+		if res.check != nil {
+			if err := res.check(id); err != nil {
+				s.deny(w, r, sub, err) // no resource can have it: refused before any lookup
 				return
 			}
-			if err := s.checkParticipantSignature(r, &sub); err != nil {
-				deny(err, SubjectParticipant)
-				return
-			}
-		} else if sub.Type == "" {
-			deny(domainerr.New("REQUESTER_UNIDENTIFIED", "the requesting subject cannot be identified", nil), SubjectUnidentified)
-			return
 		}
-		if kind != txRoute {
-			if sub.Type != SubjectOperator {
-				deny(domainerr.New("CROSS_PARTICIPANT_SCOPE", "a participant may query only its own transactions by id", nil), sub.Type)
-				return
-			}
-			s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: purpose, Resource: resource, Decision: Permit})
-			next(w, r, sub, nil)
-			return
-		}
-		txid := r.PathValue("txid")
-		if err := ident.Check(ident.TxID, "txid", txid); err != nil {
-			deny(err, sub.Type) // no transfer can have it: refused before any lookup
-			return
-		}
-		v, err := s.cfg.Coordinator.Query(r.Context(), txid)
-		if domainerr.Has(err, "TX_NOT_FOUND") {
-			deny(notFoundTx(txid), sub.Type)
+		notFound := res.notFound(id)
+		v, err := res.load(r.Context(), id)
+		if err != nil && domainerr.Code(err) == domainerr.Code(notFound) {
+			s.deny(w, r, sub, notFound)
 			return
 		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		if sub.Type == SubjectParticipant && v.PayerBankID != sub.BankID && v.PayeeBankID != sub.BankID {
-			s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: purpose, Resource: resource,
+		if sub.Type == SubjectParticipant && !slices.Contains(res.parties(v), sub.BankID) {
+			s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: sub.Purpose, Resource: auditResource(r),
 				Decision: Deny, ReasonCode: "NOT_A_PARTY"})
-			writeError(w, r, notFoundTx(txid))
+			writeError(w, r, notFound)
 			return
 		}
-		s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: purpose, Resource: resource, Decision: Permit})
-		next(w, r, sub, &v)
+		s.permit(r, sub)
+		next(w, r, sub, v)
 	}
+}
+
+// txResource is one transfer: its payer and payee banks are its parties.
+func (s *Server) txResource() partyResource[orchestrator.View] {
+	return partyResource[orchestrator.View]{param: "txid",
+		check:    func(id string) error { return ident.Check(ident.TxID, "txid", id) },
+		notFound: notFoundTx,
+		load:     s.cfg.Coordinator.Query,
+		parties:  func(v orchestrator.View) []string { return []string{v.PayerBankID, v.PayeeBankID} }}
+}
+
+// authorize is the first half of every query: the purpose code first
+// (before anything is looked up), then the subject (operator wins when
+// both scopes are claimed) and the participant's signature when it has an
+// ACTIVE key. A refusal is answered and recorded here (ok false).
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (sub subject, ok bool) {
+	p := principalFrom(r)
+	sub.Purpose = r.Header.Get(HeaderPurposeCode)
+	switch p.Scope {
+	case signing.ScopeOperator:
+		sub.Type, sub.Credential = SubjectOperator, credentialOf(r, p)
+	case signing.ScopeParticipant:
+		sub.Type, sub.BankID = SubjectParticipant, p.BankID
+	}
+	if !validPurpose(sub.Purpose) {
+		s.deny(w, r, sub, domainerr.New("PURPOSE_CODE_REQUIRED", "X-Purpose-Code (P01..P07) is required", map[string]any{"purpose_code": sub.Purpose}))
+		return sub, false
+	}
+	if sub.Type == SubjectParticipant {
+		if claimed := r.Header.Get(HeaderBankID); sub.BankID == "" || (claimed != "" && claimed != sub.BankID) {
+			s.denyAs(w, r, sub, SubjectUnidentified, domainerr.New("REQUESTER_UNIDENTIFIED", "the requesting participant cannot be identified", nil))
+			return sub, false
+		}
+		if err := s.checkParticipantSignature(r, &sub); err != nil {
+			s.deny(w, r, sub, err)
+			return sub, false
+		}
+	} else if sub.Type == "" {
+		s.deny(w, r, sub, domainerr.New("REQUESTER_UNIDENTIFIED", "the requesting subject cannot be identified", nil))
+		return sub, false
+	}
+	return sub, true
+}
+
+// deny records a refused query (subject UNIDENTIFIED when sub has no
+// type; the purpose code only when it is a valid one) and answers err.
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, sub subject, err error) {
+	s.denyAs(w, r, sub, sub.Type, err)
+}
+
+// denyAs is deny recording subjectType (a participant whose claim does
+// not hold is recorded UNIDENTIFIED, with the id it claimed).
+func (s *Server) denyAs(w http.ResponseWriter, r *http.Request, sub subject, subjectType string, err error) {
+	if subjectType == "" {
+		subjectType = SubjectUnidentified
+	}
+	s.record(r, AccessRecord{SubjectType: subjectType, SubjectID: sub.auditID(), PurposeCode: nullPurpose(sub.Purpose),
+		Resource: auditResource(r), Decision: Deny, ReasonCode: domainerr.Code(err)})
+	writeError(w, r, err)
+}
+
+// permit records an allowed query.
+func (s *Server) permit(r *http.Request, sub subject) {
+	s.record(r, AccessRecord{SubjectType: sub.Type, SubjectID: sub.auditID(), PurposeCode: sub.Purpose, Resource: auditResource(r), Decision: Permit})
 }
 
 // MaxAuditResource bounds the resource (request path) stored in an

@@ -85,8 +85,8 @@ func (s *Server) bankRoutes() []route {
 				auth:    authAPI, request: orchestrator.AccountVerifyRequest{},
 				responses: []response{{status: 201, body: orchestrator.AccountVerification{}}},
 				errors:    []int{400, 401, 404, 415, 502, 503}}}},
-			route{pattern: "GET /api/account-verify/{verification_id}", handler: s.perimeter(s.getAccountVerification(v)), ops: []op{{
-				summary: "One account verification (the requester's own; any for the operator)", auth: authAPI,
+			route{pattern: "GET /api/account-verify/{verification_id}", handler: s.perimeter(partyQuery(s, verificationResource(v), writeView)), ops: []op{{
+				summary: "One account verification (the requester's own; any for the operator)", auth: authAPI, params: []param{purposeParam},
 				responses: []response{{status: 200, body: orchestrator.AccountVerification{}}}, errors: apiErrors}}})
 	}
 	if c, ok := s.cfg.Coordinator.(BankCleaner); ok {
@@ -179,15 +179,17 @@ func (s *Server) accountVerify(v AccountVerifier) http.HandlerFunc {
 	}
 }
 
-func (s *Server) getAccountVerification(v AccountVerifier) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		out, err := v.AccountVerificationByID(r.Context(), requesterOf(r), r.PathValue("verification_id"))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	}
+// verificationResource is one account verification: the bank that asked
+// for it is its only party.
+func verificationResource(v AccountVerifier) partyResource[orchestrator.AccountVerification] {
+	return partyResource[orchestrator.AccountVerification]{param: "verification_id",
+		notFound: func(id string) error {
+			return domainerr.New("NOT_FOUND", "no such verification", map[string]any{"verification_id": id})
+		},
+		load: func(ctx context.Context, id string) (orchestrator.AccountVerification, error) {
+			return v.AccountVerificationByID(ctx, "", id)
+		},
+		parties: func(a orchestrator.AccountVerification) []string { return []string{a.RequesterBankID} }}
 }
 
 func (s *Server) cleanupBank(c BankCleaner) http.HandlerFunc {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/fx"
@@ -75,9 +76,9 @@ func (s *Server) fxRoutes() []route {
 		{pattern: "POST /api/fx/transfers/{gtid}/refund", handler: s.perimeter(s.postFXRefund(f)), ops: []op{{
 			summary: "Refund a locked FX transfer that can no longer be claimed (timelock passed or a quote died)", auth: authAPI,
 			responses: []response{{status: 200, body: fx.RefundResult{}}}, errors: []int{401, 403, 404, 409}}}},
-		{pattern: "GET /api/fx/transfers/{gtid}", handler: s.perimeter(s.getFXTransfer(f)), ops: []op{{
-			summary: "An FX transfer: status, route, conduit GTID state, legs and leg locks (the payer bank, a leg's bank or the operator)", auth: authAPI,
-			responses: []response{{status: 200, body: fx.Transfer{}}}, errors: apiErrors}}},
+		{pattern: "GET /api/fx/transfers/{gtid}", handler: s.perimeter(partyQuery(s, fxResource(f), writeView)), ops: []op{{
+			summary: "An FX transfer: status, route, conduit GTID state, legs and leg locks (a leg's bank or the operator)", auth: authAPI,
+			params: []param{purposeParam}, responses: []response{{status: 200, body: fx.Transfer{}}}, errors: apiErrors}}},
 	}
 }
 
@@ -224,25 +225,26 @@ func (s *Server) postFXRefund(f *fx.FX) http.HandlerFunc {
 	}
 }
 
-func (s *Server) getFXTransfer(f *fx.FX) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		gtid := r.PathValue("gtid")
-		if err := s.fxParty(r, f, gtid); err != nil {
-			writeError(w, r, err)
-			return
-		}
-		t, err := f.Get(r.Context(), gtid)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, t)
-	}
+// fxResource is one FX transfer: every leg's bank is its party.
+func fxResource(f *fx.FX) partyResource[fx.Transfer] {
+	return partyResource[fx.Transfer]{param: "gtid", notFound: fxNotFound, load: f.Get, parties: fxParties}
 }
 
-// fxParty lets the operator and the banks of an FX transfer's legs read
-// or refund it; anyone else gets GTID_NOT_FOUND, as for a gtid that does
-// not exist (spec 004: 404 for non-parties).
+func fxParties(t fx.Transfer) []string {
+	banks := make([]string, 0, len(t.Legs))
+	for _, g := range t.Legs {
+		banks = append(banks, g.BankID)
+	}
+	return banks
+}
+
+func fxNotFound(gtid string) error {
+	return domainerr.New("GTID_NOT_FOUND", "no FX transfer with this gtid", map[string]any{"gtid": gtid})
+}
+
+// fxParty lets the operator and the banks of an FX transfer's legs
+// refund it; anyone else gets GTID_NOT_FOUND, as for a gtid that does not
+// exist (spec 004: 404 for non-parties).
 func (s *Server) fxParty(r *http.Request, f *fx.FX, gtid string) error {
 	p := principalFrom(r)
 	if p.Scope == signing.ScopeOperator {
@@ -252,10 +254,8 @@ func (s *Server) fxParty(r *http.Request, f *fx.FX, gtid string) error {
 	if err != nil {
 		return err
 	}
-	for _, g := range t.Legs {
-		if p.Scope == signing.ScopeParticipant && g.BankID == p.BankID {
-			return nil
-		}
+	if p.Scope == signing.ScopeParticipant && slices.Contains(fxParties(t), p.BankID) {
+		return nil
 	}
-	return domainerr.New("GTID_NOT_FOUND", "no FX transfer with this gtid", map[string]any{"gtid": gtid})
+	return fxNotFound(gtid)
 }

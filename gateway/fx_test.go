@@ -71,7 +71,7 @@ func TestFXRateRoutes(t *testing.T) {
 	if r := f.do("POST", "/api/fx/quote", as(key001), `{"from_currency":"JPY","to_currency":"USD","amount":150000}`); r.status != 409 || r.code(t) != "FX_NO_ROUTE" {
 		t.Fatalf("quote after withdrawal: %d %s", r.status, r.body)
 	}
-	if r := f.do("GET", "/api/fx/transfers/NOPE", as(key001), ""); r.status != 404 || r.code(t) != "GTID_NOT_FOUND" {
+	if r := f.do("GET", "/api/fx/transfers/NOPE", map[string]string{"X-Api-Key": key001, HeaderPurposeCode: "P01"}, ""); r.status != 404 || r.code(t) != "GTID_NOT_FOUND" {
 		t.Fatalf("unknown transfer: %d %s", r.status, r.body)
 	}
 	if r := f.do("POST", "/api/fx/transfers", as(key002), `{"gtid":"G1","idempotency_key":"k","from_currency":"JPY","to_currency":"USD","amount":1,

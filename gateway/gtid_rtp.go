@@ -58,15 +58,15 @@ func (s *Server) gtidRtpRoutes() []route {
 			summary: "Register a multi-leg GTID (all or nothing; leg-ready-check to every leg's bank); the issuer must hold a leg",
 			auth:    authParticipant, request: GtidRegisterRequest{}, params: keyParam, responses: created(orchestrator.GtidRegisterResult{}),
 			errors: []int{400, 401, 403, 404, 409, 415, 422, 503}}}},
-		{pattern: "GET /api/gtid/{gtid}", handler: s.perimeter(s.getGtid(c)), ops: []op{{
-			summary: "A GTID with its legs and chain (every leg's bank, or the operator)", auth: authAPI,
+		{pattern: "GET /api/gtid/{gtid}", handler: s.perimeter(partyQuery(s, gtidResource(c), writeView)), ops: []op{{
+			summary: "A GTID with its legs and chain (every leg's bank, or the operator)", auth: authAPI, params: []param{purposeParam},
 			responses: []response{{status: 200, body: orchestrator.GtidView{}}}, errors: apiErrors}}},
 		{pattern: "POST /api/rtp/request", handler: s.perimeter(s.participantOnly(s.jsonBody(s.requestRtp(c)))), ops: []op{{
 			summary: "Request to pay: the payee's bank asks the payer's bank (rtp-notify)", auth: authParticipant,
 			request: RtpRequestBody{}, params: keyParam, responses: created(orchestrator.RtpView{}),
 			errors: []int{400, 401, 403, 404, 409, 415, 422, 503}}}},
-		{pattern: "GET /api/rtp/{rtp_id}", handler: s.perimeter(s.getRtp(c)), ops: []op{{
-			summary: "A request to pay with its chain (the payer's or payee's bank, or the operator)", auth: authAPI,
+		{pattern: "GET /api/rtp/{rtp_id}", handler: s.perimeter(partyQuery(s, rtpResource(c), writeView)), ops: []op{{
+			summary: "A request to pay with its chain (the payer's or payee's bank, or the operator)", auth: authAPI, params: []param{purposeParam},
 			responses: []response{{status: 200, body: orchestrator.RtpView{}}}, errors: apiErrors}}},
 		answer("accept", "The payer's bank accepts: the linked transfer is created and runs its lane"),
 		answer("decline", "The payer's bank declines"),
@@ -188,52 +188,33 @@ func (s *Server) answerRtp(c GtidRTP, action string) http.HandlerFunc {
 	}
 }
 
-// party answers a read: the operator reads everything; a participant
-// only what it is a party to, and anything else is NOT_FOUND (the answer
-// does not tell whether it exists).
-func party(r *http.Request, banks ...string) bool {
-	p := principalFrom(r)
-	if p.Scope == signing.ScopeOperator {
-		return true
-	}
-	for _, b := range banks {
-		if p.Scope == signing.ScopeParticipant && b == p.BankID {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) getGtid(c GtidRTP) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		v, err := c.Gtid(r.Context(), r.PathValue("gtid"))
-		if err == nil {
+// gtidResource is one GTID: every leg's bank and the initiator are its
+// parties (spec 004 当事者の定義).
+func gtidResource(c GtidRTP) partyResource[orchestrator.GtidView] {
+	return partyResource[orchestrator.GtidView]{param: "gtid",
+		notFound: func(id string) error {
+			return domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": id})
+		},
+		load: c.Gtid,
+		parties: func(v orchestrator.GtidView) []string {
 			banks := []string{v.InitiatorBankID}
 			for _, l := range v.Legs {
 				banks = append(banks, l.BankID)
 			}
-			if !party(r, banks...) {
-				err = domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": r.PathValue("gtid")})
-			}
-		}
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	}
+			return banks
+		}}
 }
 
-func (s *Server) getRtp(c GtidRTP) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		v, err := c.Rtp(r.Context(), r.PathValue("rtp_id"))
-		if err == nil && !party(r, v.PayerBankID, v.PayeeBankID) {
-			err = domainerr.New("RTP_NOT_FOUND", "RTP request not found", map[string]any{"rtp_id": r.PathValue("rtp_id")})
-		}
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	}
+// rtpResource is one request to pay: the payer's and the payee's banks
+// are its parties.
+func rtpResource(c GtidRTP) partyResource[orchestrator.RtpView] {
+	return partyResource[orchestrator.RtpView]{param: "rtp_id",
+		notFound: orchestrator.RtpNotFound,
+		load:     c.Rtp,
+		parties:  func(v orchestrator.RtpView) []string { return []string{v.PayerBankID, v.PayeeBankID} }}
+}
+
+// writeView answers a party query with the resource it read.
+func writeView[T any](w http.ResponseWriter, _ *http.Request, _ subject, v T) {
+	writeJSON(w, http.StatusOK, v)
 }

@@ -23,6 +23,9 @@ func TestGtidAndRtpRoutes(t *testing.T) {
 		c.Coordinator = o
 	})
 	as := func(key string) map[string]string { return map[string]string{"X-Api-Key": key} }
+	q := func(key string) map[string]string {
+		return map[string]string{"X-Api-Key": key, HeaderPurposeCode: "P01"}
+	}
 	gt := `{"gtid":"001-G1","idempotency_key":"g1","legs":[
 		{"leg_id":"P1","role":"PAYER","bank_id":"001","account_hash":"h:a","amount":{"value":700,"currency":"JPY"}},
 		{"leg_id":"E1","role":"PAYEE","bank_id":"002","account_hash":"h:b","amount":{"value":700,"currency":"JPY"}}]}`
@@ -39,12 +42,12 @@ func TestGtidAndRtpRoutes(t *testing.T) {
 	if r = f.do("POST", "/api/gtid/register", as(key001), `{"idempotency_key":"g2","legs":[]}`); r.code(t) != "MISSING_LEG_ROLE" || r.status != 422 {
 		t.Fatalf("no legs: %d %s", r.status, r.body)
 	}
-	for key, want := range map[string]int{key002: 200, keyOps: 200, key004: 404} {
-		if r = f.do("GET", "/api/gtid/001-G1", as(key), ""); r.status != want {
+	for key, want := range map[string]int{key002: 200, keyOps: 200, key003: 404} {
+		if r = f.do("GET", "/api/gtid/001-G1", q(key), ""); r.status != want {
 			t.Fatalf("GET gtid as %s: %d %s", key, r.status, r.body)
 		}
 	}
-	if r = f.do("GET", "/api/gtid/001-G1", as(key004), ""); r.code(t) != "GTID_NOT_FOUND" {
+	if r = f.do("GET", "/api/gtid/001-G1", q(key003), ""); r.code(t) != "GTID_NOT_FOUND" {
 		t.Fatalf("non-party: %s", r.body)
 	}
 
@@ -53,10 +56,10 @@ func TestGtidAndRtpRoutes(t *testing.T) {
 	if r = f.do("POST", "/api/rtp/request", as(key002), rtp); r.status != http.StatusCreated || r.json(t)["state"] != "CREATED" {
 		t.Fatalf("rtp request: %d %s", r.status, r.body)
 	}
-	if r = f.do("GET", "/api/rtp/RTP-002-1", as(key003), ""); r.status != 404 || r.code(t) != "RTP_NOT_FOUND" {
+	if r = f.do("GET", "/api/rtp/RTP-002-1", q(key003), ""); r.status != 404 || r.code(t) != "RTP_NOT_FOUND" {
 		t.Fatalf("non-party rtp read: %d %s", r.status, r.body)
 	}
-	if r = f.do("GET", "/api/rtp/RTP-002-1", as(key001), ""); r.status != 200 || r.json(t)["payer_bank_id"] != "001" {
+	if r = f.do("GET", "/api/rtp/RTP-002-1", q(key001), ""); r.status != 200 || r.json(t)["payer_bank_id"] != "001" {
 		t.Fatalf("payer read: %d %s", r.status, r.body)
 	}
 	// Not notified yet: the payer cannot answer.

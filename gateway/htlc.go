@@ -47,8 +47,8 @@ func (s *Server) htlcRoutes() []route {
 			responses: []response{{status: 201, description: "accepted (RECEIVED; the lock follows)", body: orchestrator.HtlcView{}},
 				{status: 200, description: "replay of the same key and body (Idempotent-Replayed: true)", body: orchestrator.HtlcView{}, replay: true}},
 			errors: []int{400, 401, 403, 409, 415, 422, 503}}}},
-		{pattern: "GET /api/htlc/{htlc_id}", handler: s.perimeter(s.getHTLC(h)), ops: []op{{
-			summary: "An HTLC as its parties see it (404 for anyone else)", auth: authParticipant,
+		{pattern: "GET /api/htlc/{htlc_id}", handler: s.perimeter(partyQuery(s, htlcResource(h), writeView)), ops: []op{{
+			summary: "An HTLC as its parties see it, or the operator (404 for anyone else)", auth: authAPI, params: []param{purposeParam},
 			responses: view, errors: apiErrors}}},
 		{pattern: "POST /api/htlc/{htlc_id}/claim", handler: s.perimeter(s.jsonBody(s.postHTLC(func(ctx context.Context, r *http.Request, body []byte, issuer string) (orchestrator.HtlcView, error) {
 			var req orchestrator.HtlcClaim
@@ -130,19 +130,14 @@ func (s *Server) postHTLCCreate(h HTLCs) http.HandlerFunc {
 	}
 }
 
-func (s *Server) getHTLC(h HTLCs) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		reader, ok := participantOnly(w, r)
-		if !ok {
-			return
-		}
-		v, err := h.GetHTLC(r.Context(), r.PathValue("htlc_id"), reader)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	}
+// htlcResource is one HTLC: its payer and payee banks are its parties.
+func htlcResource(h HTLCs) partyResource[orchestrator.HtlcView] {
+	return partyResource[orchestrator.HtlcView]{param: "htlc_id",
+		notFound: func(id string) error {
+			return domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{"htlc_id": id})
+		},
+		load:    func(ctx context.Context, id string) (orchestrator.HtlcView, error) { return h.GetHTLC(ctx, id, "") },
+		parties: func(v orchestrator.HtlcView) []string { return []string{v.PayerBankID, v.PayeeBankID} }}
 }
 
 // postHTLC serves an HTLC action for a participant: fn gets the body (its

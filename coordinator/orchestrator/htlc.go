@@ -408,14 +408,15 @@ func (o *Orchestrator) loadHtlc(ctx context.Context, col, v string) (c lane.Htlc
 	return c, r, err
 }
 
-// GetHTLC reads an HTLC for one of its parties; anyone else gets
-// HTLC_NOT_FOUND, the answer for an HTLC that does not exist (004 照会の認可).
+// GetHTLC reads an HTLC for one of its parties ("" : the operator, any);
+// anyone else gets HTLC_NOT_FOUND, the answer for an HTLC that does not
+// exist (004 照会の認可).
 func (o *Orchestrator) GetHTLC(ctx context.Context, htlcID, reader string) (HtlcView, error) {
 	c, r, err := o.loadHtlc(ctx, "htlc_id", htlcID)
 	if err != nil {
 		return HtlcView{}, err
 	}
-	if reader != c.PayerBankID && reader != c.PayeeBankID {
+	if reader != "" && reader != c.PayerBankID && reader != c.PayeeBankID {
 		return HtlcView{}, htlcNotFound(htlcID)
 	}
 	return htlcView(c, string(r.State), r.ReasonCode, r.Owner), nil

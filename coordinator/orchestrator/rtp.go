@@ -111,6 +111,12 @@ type RtpView struct {
 	Replayed     bool           `json:"-"`
 }
 
+// RtpNotFound is the one body for an unknown rtp_id (and, at the
+// gateway, for a request the reader is not a party to).
+func RtpNotFound(id string) error {
+	return domainerr.New("RTP_NOT_FOUND", "RTP request not found", map[string]any{"rtp_id": id})
+}
+
 // rtpRow is an RtpRequests row as the lane reads it.
 type rtpRow struct {
 	id, payee, payer, payeeAcct, payeeName, desc, expires, linked string
@@ -129,7 +135,7 @@ func readRtpTx(ctx context.Context, tx *store.Tx, id string) (rtpRow, error) {
 		FROM RtpRequests WHERE rtp_id = ?`, id).Scan(&r.id, &r.payee, &r.payer, &r.payeeAcct, &r.payeeName, &r.desc,
 		&r.expires, &r.linked, &state, &r.amount, &r.attempts, &r.max)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, domainerr.New("RTP_NOT_FOUND", "RTP request not found", map[string]any{"rtp_id": id})
+		return r, RtpNotFound(id)
 	}
 	if err != nil {
 		return r, wrapDB("read rtp", err)
@@ -544,7 +550,7 @@ func rtpViewTx(ctx context.Context, tx *store.Tx, id string) (RtpView, error) {
 		FROM RtpRequests WHERE rtp_id = ?`, id).Scan(&v.RtpID, &v.State, &v.PayeeBankID, &v.PayerBankID, &v.Amount.Value, &v.AttemptCount,
 		&v.MaxAttempts, &linked, &v.ExpiresAt, &notified, &rtype, &responded, &name, &desc, &v.CreatedAt, &v.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return v, domainerr.New("RTP_NOT_FOUND", "RTP request not found", map[string]any{"rtp_id": id})
+		return v, RtpNotFound(id)
 	}
 	if err != nil {
 		return v, wrapDB("read rtp", err)

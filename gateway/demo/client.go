@@ -102,7 +102,7 @@ func (c *apiClient) get(ctx context.Context, path string, v any) error {
 		return err
 	}
 	req.Header.Set("X-Api-Key", c.cfg.OperatorKey())
-	req.Header.Set("X-Purpose-Code", "P01")
+	req.Header.Set(gateway.HeaderPurposeCode, "P01")
 	if _, err := c.do(req, v); err != nil {
 		return fmt.Errorf("GET %s: %w", path, err)
 	}

@@ -84,6 +84,9 @@ func (c *apiClient) fxCall(ctx context.Context, method, path, bank string, body,
 		key = c.cfg.KeyFor(bank)
 	}
 	req.Header.Set("X-Api-Key", key)
+	if method == http.MethodGet {
+		req.Header.Set(gateway.HeaderPurposeCode, "P01") // a query (spec 004 照会の認可)
+	}
 	resp, err := c.do(req, out)
 	if resp == nil {
 		return 0, err

@@ -546,10 +546,10 @@ func TestAccountVerifyThroughTheAdapter(t *testing.T) {
 	}); err != nil || seen != 5 {
 		t.Fatalf("adapter answered %d account-verify requests %v, want 5", seen, err)
 	}
-	if a := n.do(t, "GET", "/api/account-verify/"+last.VerificationID, key, nil, ""); a.status != 200 || a.field("verification_id") != last.VerificationID {
+	if a := n.do(t, "GET", "/api/account-verify/"+last.VerificationID, key, map[string]string{"X-Purpose-Code": "P01"}, ""); a.status != 200 || a.field("verification_id") != last.VerificationID {
 		t.Fatalf("get own: %d %s", a.status, a.body)
 	}
-	errorBody(t, n.do(t, "GET", "/api/account-verify/"+last.VerificationID, n.Config.KeyFor("002"), nil, ""), 404, "NOT_FOUND")
+	errorBody(t, n.do(t, "GET", "/api/account-verify/"+last.VerificationID, n.Config.KeyFor("002"), map[string]string{"X-Purpose-Code": "P01"}, ""), 404, "NOT_FOUND")
 	errorBody(t, n.do(t, "POST", "/api/account-verify", key, nil, `{"target_bank_id":"009","target_account_id":"h:x"}`), 404, "PARTICIPANT_NOT_FOUND")
 	errorBody(t, n.do(t, "POST", "/api/account-verify", "", nil, `{"target_bank_id":"002","target_account_id":"h:x"}`), 401, "UNAUTHORIZED")
 }

@@ -80,10 +80,10 @@ func TestFXRoutesOfARealNode(t *testing.T) {
 	n.waitState(t, fx.LegTxID("FX-OA-1", 1), "SETTLED", 20*time.Second)
 	cron := map[string]string{"X-Cron-Secret": n.Config.CronSecret}
 	c.want(200, n, "POST", "/internal/cron/timeout-sweep", "", cron, "")
-	if got := c.want(200, n, "GET", "/api/fx/transfers/FX-OA-1", ops, nil, "").field("status"); got != "SETTLED" {
+	if got := c.want(200, n, "GET", "/api/fx/transfers/FX-OA-1", ops, map[string]string{"X-Purpose-Code": "P01"}, "").field("status"); got != "SETTLED" {
 		t.Errorf("FX-OA-1 is %s after the legs settled and the sweep ran, want SETTLED", got)
 	}
-	c.want(404, n, "GET", "/api/fx/transfers/FX-NOPE", ops, nil, "")
+	c.want(404, n, "GET", "/api/fx/transfers/FX-NOPE", ops, map[string]string{"X-Purpose-Code": "P01"}, "")
 	second := c.want(201, n, "POST", "/api/fx/transfers", k1, nil, transfer("FX-OA-2"))
 	c.want(409, n, "POST", "/api/fx/transfers/FX-OA-2/refund", k1, nil, "")
 	c.want(200, n, "DELETE", "/api/fx/rates/"+acc.Quote.QuoteID, k2, nil, "")

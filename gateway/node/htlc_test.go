@@ -52,7 +52,7 @@ func TestHTLCOverHTTP(t *testing.T) {
 	if r := n.do(t, "POST", "/api/htlc/"+id+"/claim", n.Config.KeyFor("002"), nil, claim); r.status != 200 || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("second claim: %d %s", r.status, r.body)
 	}
-	if g := n.do(t, "GET", "/api/htlc/"+id, n.Config.KeyFor("002"), nil, ""); g.status != 200 || g.field("state") != "HTLC_FULFILL_REQUESTED" || g.field("tx_state") != "SETTLED" {
+	if g := n.do(t, "GET", "/api/htlc/"+id, n.Config.KeyFor("002"), map[string]string{"X-Purpose-Code": "P01"}, ""); g.status != 200 || g.field("state") != "HTLC_FULFILL_REQUESTED" || g.field("tx_state") != "SETTLED" {
 		t.Fatalf("GET: %d %s", g.status, g.body)
 	}
 	n.waitBalances(t, map[[2]string]int64{{"001", payerCore}: p0 - 2100, {"002", payeeCore}: q0 + 2100})

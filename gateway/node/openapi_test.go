@@ -264,14 +264,15 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(201, n, "POST", "/api/gtid/register", k1, nil, gt)
 	c.want(200, n, "POST", "/api/gtid/register", k1, nil, gt)
 	c.want(422, n, "POST", "/api/gtid/register", k1, nil, `{"idempotency_key":"oa-g2","legs":[]}`)
-	c.want(200, n, "GET", "/api/gtid/001-OA-G1", k2, nil, "")
-	c.want(404, n, "GET", "/api/gtid/001-OA-NOPE", ops, nil, "")
+	c.want(200, n, "GET", "/api/gtid/001-OA-G1", k2, p01, "")
+	c.want(403, n, "GET", "/api/gtid/001-OA-G1", k2, nil, "") // no X-Purpose-Code
+	c.want(404, n, "GET", "/api/gtid/001-OA-NOPE", ops, p01, "")
 	for _, id := range []string{"RTP-002-OA-1", "RTP-002-OA-2"} {
 		c.want(201, n, "POST", "/api/rtp/request", k2, nil, fmt.Sprintf(`{"rtp_id":%q,"idempotency_key":%q,"payer_bank_id":"001",
 			"payee_account_hash":"h:002-0003","amount":{"value":200,"currency":"JPY"},"expires_at":%q,"payee_name":"SHOP"}`,
 			id, id, clock.Stamp(n.clk.Now().Add(time.Hour))))
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if a := c.want(200, n, "GET", "/api/rtp/"+id, k1, nil, ""); a.field("state") == "NOTIFIED" {
+			if a := c.want(200, n, "GET", "/api/rtp/"+id, k1, p01, ""); a.field("state") == "NOTIFIED" {
 				break
 			} else if time.Now().After(deadline) {
 				t.Fatalf("%s not notified: %s", id, a.body)
@@ -281,7 +282,7 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(200, n, "POST", "/api/rtp/RTP-002-OA-1/accept", k1, nil, `{"payer_account_hash":"h:001-0003"}`)
 	c.want(409, n, "POST", "/api/rtp/RTP-002-OA-1/decline", k1, nil, "")
 	c.want(200, n, "POST", "/api/rtp/RTP-002-OA-2/decline", k1, nil, "")
-	c.want(404, n, "GET", "/api/rtp/RTP-002-OA-NOPE", ops, nil, "")
+	c.want(404, n, "GET", "/api/rtp/RTP-002-OA-NOPE", ops, p01, "")
 	// the bank-side APIs (docs/bank-api.md), each with the bank's own key
 	cust := func(id string) map[string]string { return map[string]string{"X-Customer-Id": id} }
 	tel := map[string]string{"X-Teller-Id": "T-1"}
@@ -351,8 +352,8 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(200, n, "GET", "/bank/002/v1/teller/audit-log?limit=20", k2, tel, "")
 	// account-verify and cleanup-bank from ZC
 	v := c.want(201, n, "POST", "/api/account-verify", k1, nil, `{"target_bank_id":"002","target_account_id":"h:002-0001","name_to_verify":"CUSTOMER B1"}`)
-	c.want(200, n, "GET", "/api/account-verify/"+v.field("verification_id"), k1, nil, "")
-	c.want(404, n, "GET", "/api/account-verify/"+v.field("verification_id"), k2, nil, "")
+	c.want(200, n, "GET", "/api/account-verify/"+v.field("verification_id"), k1, p01, "")
+	c.want(404, n, "GET", "/api/account-verify/"+v.field("verification_id"), k2, p01, "")
 	c.want(409, n, "POST", "/api/participants/002/cleanup", ops, nil, `{"requested_by":"ops"}`)
 	c.want(404, n, "POST", "/api/participants/0099/cleanup", ops, nil, `{"requested_by":"ops"}`) // inactive, no transfer, but no bank serves it (the 200 is TestCleanupBankThroughTheAdapter's)
 	// HTLC (docs/htlc.md): create and its replay, reads, refusals, the claim
@@ -366,8 +367,9 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(409, n, "POST", "/api/htlc/create", k1, nil, hbody) // same key, another body
 	hid := hv.field("htlc_id")
 	n.waitState(t, hv.field("txid"), "HTLC_LOCKED", 20*time.Second)
-	c.want(200, n, "GET", "/api/htlc/"+hid, k2, nil, "")
-	c.want(404, n, "GET", "/api/htlc/HTLC-NOPE", k2, nil, "")
+	c.want(200, n, "GET", "/api/htlc/"+hid, k2, p01, "")
+	c.want(200, n, "GET", "/api/htlc/"+hid, ops, p01, "")
+	c.want(404, n, "GET", "/api/htlc/HTLC-NOPE", k2, p01, "")
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/claim", k2, nil, `{"preimage":"00"}`)
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/cross-chain-lock", k1, nil, `{"onchain_lock_ref":"0x1"}`)
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/onchain-fulfillment", k2, nil, fmt.Sprintf(`{"preimage":"%x","external_ref":"0x2","confirmations":3}`, pre))
