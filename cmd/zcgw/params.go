@@ -38,7 +38,8 @@ func paramsUsage(w io.Writer) {
 The PR-* parameters (spec 002 §12.9) zcgw reads: PR-HV-THRESHOLD (JPY),
 PR-EXEC-TIMEOUT, PR-PAYEE-PROOF-TIMEOUT, PR-SUSPENDED-TIMEOUT (durations),
 PR-ADAPTER-DOWN-AFTER (a count), PR-CASE-SLA and PR-SIGNATURE-SKEW (durations),
-PR-RTP-ATTEMPT-MAX (a count) and PR-RTP-MAX-LIFETIME (a duration), and per bank (--bank): PR-H-LIMIT, PR-TX-AMOUNT-LIMIT, PR-DAILY-AMOUNT-LIMIT and
+PR-RTP-ATTEMPT-MAX (a count) and PR-RTP-MAX-LIFETIME (a duration), and per
+bank (--bank): PR-H-LIMIT, PR-TX-AMOUNT-LIMIT, PR-DAILY-AMOUNT-LIMIT and
 the bank's own PR-HV-THRESHOLD (JPY; "none": no limit, or the system value).
 list prints each one's value, whether it is the default, its bounds, who reads
 it and its last change; show prints one.

@@ -17,7 +17,6 @@ import (
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
-	"github.com/zcgw/zcgw/coordinator/sysmode"
 	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
@@ -186,40 +185,13 @@ func validateGtid(req GtidRegister, issuer string) error {
 // writable gate, validation, the participants, the GtidTransactions row
 // with its GtidLegs (GT_RECEIVED, GtidRegistered on the GTID's chain,
 // through lane.InsertGtidInTx), and the GTID work item that sends
-// leg-ready-check to every leg's bank. Idempotency is Submit's.
+// leg-ready-check to every leg's bank. Idempotency is registerOnce's.
 func (o *Orchestrator) RegisterGtid(ctx context.Context, req GtidRegister, idempotencyKey, issuerBankID string) (GtidRegisterResult, error) {
-	if strings.TrimSpace(idempotencyKey) == "" {
-		return GtidRegisterResult{}, missingField("idempotency_key")
-	}
-	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", idempotencyKey); err != nil {
-		return GtidRegisterResult{}, err
-	}
-	if strings.TrimSpace(issuerBankID) == "" {
-		return GtidRegisterResult{}, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return GtidRegisterResult{}, fmt.Errorf("orchestrator: encode gtid request: %w", err)
-	}
-	resp, replayed, err := o.keys.Once(ctx, o.db, "GT:"+issuerBankID+":"+idempotencyKey, body, func(tx *store.Tx) ([]byte, error) {
-		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
-			return nil, err
-		}
-		res, err := o.registerGtidTx(ctx, tx, req, issuerBankID)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(res)
+	out, replayed, err := registerOnce(ctx, o, scopeGtid, issuerBankID, idempotencyKey, req, func(tx *store.Tx, _ []byte) (GtidRegisterResult, error) {
+		return o.registerGtidTx(ctx, tx, req, issuerBankID)
 	})
-	if err != nil {
-		return GtidRegisterResult{}, err
-	}
-	var out GtidRegisterResult
-	if err := json.Unmarshal(resp, &out); err != nil {
-		return GtidRegisterResult{}, fmt.Errorf("orchestrator: stored gtid response: %w", err)
-	}
 	out.Replayed = replayed
-	return out, nil
+	return out, err
 }
 
 func (o *Orchestrator) registerGtidTx(ctx context.Context, tx *store.Tx, req GtidRegister, issuer string) (GtidRegisterResult, error) {

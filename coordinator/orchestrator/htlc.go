@@ -19,7 +19,6 @@ import (
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
-	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
 
 // LaneHTLC is Transactions.lane of an HTLC (spec 001 ch. 15). It is not a
@@ -127,7 +126,7 @@ func newHtlcID() string {
 	return "HTLC-" + hex.EncodeToString(b[:])
 }
 
-func htlcIdemKey(issuer, key string) string { return "HTLC:" + issuer + ":" + key }
+func htlcIdemKey(issuer, key string) string { return onceKey(scopeHtlc, issuer, key) }
 
 // hashOf is the lower-case hex SHA-256 of a hex preimage.
 func hashOf(preimageHex string) (string, error) {
@@ -247,41 +246,21 @@ func recheckRequired(now, timelock time.Time) bool {
 // answer the stored view (Replayed); a different body is
 // IDEMPOTENCY_KEY_CONFLICT.
 func (o *Orchestrator) CreateHTLC(ctx context.Context, req HtlcCreate, idempotencyKey, issuer string) (HtlcView, error) {
-	if strings.TrimSpace(idempotencyKey) == "" {
-		return HtlcView{}, missingField("idempotency_key")
-	}
-	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", idempotencyKey); err != nil {
-		return HtlcView{}, err
-	}
-	if issuer == "" || issuer != req.Payer.BankID {
+	if issuer != req.Payer.BankID {
 		return HtlcView{}, domainerr.New("UNAUTHORIZED", "a participant may only create an HTLC as its payer bank",
 			map[string]any{"field": "payer.bank_id", "issuer": issuer})
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return HtlcView{}, fmt.Errorf("orchestrator: encode HTLC create: %w", err)
-	}
-	resp, replayed, err := o.keys.Once(ctx, o.db, htlcIdemKey(issuer, idempotencyKey), body, func(tx *store.Tx) ([]byte, error) {
-		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
-			return nil, err
-		}
+	out, replayed, err := registerOnce(ctx, o, scopeHtlc, issuer, idempotencyKey, req, func(tx *store.Tx, body []byte) (HtlcView, error) {
 		v, err := o.createHtlcTx(ctx, tx, req, idempotencyKey, issuer, body)
 		if err != nil {
-			return nil, err
+			return v, err
 		}
 		o.log.InfoContext(ctx, "htlc.created", "htlc_id", v.HtlcID, "txid", v.TxID, "payer_bank_id", v.PayerBankID,
 			"payee_bank_id", v.PayeeBankID, "amount", v.Amount.Value, "timelock", v.Timelock, "recheck", v.AuthorityRecheckRequired)
-		return json.Marshal(v)
+		return v, nil
 	})
-	if err != nil {
-		return HtlcView{}, err
-	}
-	var out HtlcView
-	if err := json.Unmarshal(resp, &out); err != nil {
-		return HtlcView{}, fmt.Errorf("orchestrator: stored HTLC response: %w", err)
-	}
 	out.Replayed = replayed
-	return out, nil
+	return out, err
 }
 
 func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcCreate, key, issuer string, body []byte) (HtlcView, error) {

@@ -285,80 +285,58 @@ func validateRtp(req RtpRequest, issuer string, now time.Time, lifetime time.Dur
 // row (CREATED, RtpRequested on its chain) and the RTP work item that
 // delivers rtp-notify to the payer's bank (up to max_attempts times).
 func (o *Orchestrator) RequestRtp(ctx context.Context, req RtpRequest, idempotencyKey, issuerBankID string) (RtpView, error) {
-	if strings.TrimSpace(idempotencyKey) == "" {
-		return RtpView{}, missingField("idempotency_key")
-	}
-	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", idempotencyKey); err != nil {
-		return RtpView{}, err
-	}
-	if strings.TrimSpace(issuerBankID) == "" {
-		return RtpView{}, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return RtpView{}, fmt.Errorf("orchestrator: encode rtp request: %w", err)
-	}
-	resp, replayed, err := o.keys.Once(ctx, o.db, "RTP:"+issuerBankID+":"+idempotencyKey, body, func(tx *store.Tx) ([]byte, error) {
-		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
-			return nil, err
-		}
-		now := o.clk.Now()
-		pr, err := rtpParamsTx(ctx, tx)
-		if err != nil {
-			return nil, err
-		}
-		if err := validateRtp(req, issuerBankID, now, pr.lifetime); err != nil {
-			return nil, err
-		}
-		for _, id := range []string{issuerBankID, req.PayerBankID} {
-			p, err := participants.GetInTx(ctx, tx, id)
-			if err != nil {
-				return nil, err
-			}
-			if !p.IsActive {
-				return nil, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": id})
-			}
-		}
-		id := req.RtpID
-		if id == "" {
-			id = "RTP-" + strings.ReplaceAll(uuid.New(), "-", "")[:16]
-		}
-		stamp := clock.Stamp(now)
-		ok, err := store.Insert(ctx, tx, "RtpRequests", []string{"rtp_id", "payee_bank_id", "payer_bank_id", "amount_value", "state",
-			"attempt_count", "max_attempts", "expires_at", "created_at", "updated_at", "payee_name", "description", "edi_ref", "payee_account_hash"},
-			id, issuerBankID, req.PayerBankID, req.Amount.Value, string(RtpCreated), 0, pr.maxAttempts, req.ExpiresAt, stamp, stamp,
-			req.PayeeName, nullStr(req.Description), nullStr(req.EdiRef), req.PayeeAccountHash)
-		if err != nil {
-			return nil, wrapDB("insert rtp", err)
-		}
-		if !ok {
-			return nil, invalidField("rtp_id", "an RTP request with this rtp_id already exists", id)
-		}
-		if _, err := o.flog.Append(ctx, tx, finality.Event{GTID: id, Type: finality.RtpRequested, StateTo: string(RtpCreated),
-			Payload: map[string]any{"payee_bank_id": issuerBankID, "payer_bank_id": req.PayerBankID, "amount": req.Amount,
-				"expires_at": req.ExpiresAt, "max_attempts": pr.maxAttempts}}); err != nil {
-			return nil, err
-		}
-		if err := o.enqueue(ctx, tx, KindRtp, id, LaneRtp, StatusReady, now); err != nil {
-			return nil, err
-		}
-		o.log.InfoContext(ctx, "orchestrator.rtp_requested", "rtp_id", id, "payee_bank_id", issuerBankID, "payer_bank_id", req.PayerBankID,
-			"amount", req.Amount.Value, "expires_at", req.ExpiresAt)
-		v, err := rtpViewTx(ctx, tx, id)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(v)
+	out, replayed, err := registerOnce(ctx, o, scopeRtp, issuerBankID, idempotencyKey, req, func(tx *store.Tx, _ []byte) (RtpView, error) {
+		return o.requestRtpTx(ctx, tx, req, issuerBankID)
 	})
+	out.Replayed = replayed
+	return out, err
+}
+
+// requestRtpTx records the request inside registerOnce's transaction.
+func (o *Orchestrator) requestRtpTx(ctx context.Context, tx *store.Tx, req RtpRequest, issuerBankID string) (RtpView, error) {
+	now := o.clk.Now()
+	pr, err := rtpParamsTx(ctx, tx)
 	if err != nil {
 		return RtpView{}, err
 	}
-	var out RtpView
-	if err := json.Unmarshal(resp, &out); err != nil {
-		return RtpView{}, fmt.Errorf("orchestrator: stored rtp response: %w", err)
+	if err := validateRtp(req, issuerBankID, now, pr.lifetime); err != nil {
+		return RtpView{}, err
 	}
-	out.Replayed = replayed
-	return out, nil
+	for _, id := range []string{issuerBankID, req.PayerBankID} {
+		p, err := participants.GetInTx(ctx, tx, id)
+		if err != nil {
+			return RtpView{}, err
+		}
+		if !p.IsActive {
+			return RtpView{}, domainerr.New("PARTICIPANT_NOT_FOUND", "participant is not active", map[string]any{"bank_id": id})
+		}
+	}
+	id := req.RtpID
+	if id == "" {
+		id = "RTP-" + strings.ReplaceAll(uuid.New(), "-", "")[:16]
+	}
+	stamp := clock.Stamp(now)
+	ok, err := store.Insert(ctx, tx, "RtpRequests", []string{"rtp_id", "payee_bank_id", "payer_bank_id", "amount_value", "state",
+		"attempt_count", "max_attempts", "expires_at", "created_at", "updated_at", "payee_name", "description", "edi_ref", "payee_account_hash"},
+		id, issuerBankID, req.PayerBankID, req.Amount.Value, string(RtpCreated), 0, pr.maxAttempts, req.ExpiresAt, stamp, stamp,
+		req.PayeeName, nullStr(req.Description), nullStr(req.EdiRef), req.PayeeAccountHash)
+	if err != nil {
+		return RtpView{}, wrapDB("insert rtp", err)
+	}
+	if !ok {
+		return RtpView{}, invalidField("rtp_id", "an RTP request with this rtp_id already exists", id)
+	}
+	if _, err := o.flog.Append(ctx, tx, finality.Event{GTID: id, Type: finality.RtpRequested, StateTo: string(RtpCreated),
+		Payload: map[string]any{"payee_bank_id": issuerBankID, "payer_bank_id": req.PayerBankID, "amount": req.Amount,
+			"expires_at": req.ExpiresAt, "max_attempts": pr.maxAttempts}}); err != nil {
+		return RtpView{}, err
+	}
+	if err := o.enqueue(ctx, tx, KindRtp, id, LaneRtp, StatusReady, now); err != nil {
+		return RtpView{}, err
+	}
+	o.log.InfoContext(ctx, "orchestrator.rtp_requested", "rtp_id", id, "payee_bank_id", issuerBankID, "payer_bank_id", req.PayerBankID,
+		"amount", req.Amount.Value, "expires_at", req.ExpiresAt)
+	return rtpViewTx(ctx, tx, id)
 }
 
 // driveRtp delivers rtp-notify (the KindRtp item): each delivery is one

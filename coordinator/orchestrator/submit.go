@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/zcgw/zcgw/coordinator/params"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
-	"github.com/zcgw/zcgw/coordinator/sysmode"
 )
 
 // MaxAmountValue is MAX_AMOUNT_VALUE (spec 004): amounts above it are
@@ -131,7 +129,7 @@ func newTxID() string {
 // idemKey is the IdempotencyKeys key of a PaymentInitiated: the client's
 // key scoped to the authenticated participant, so two banks' keys never
 // collide. Transactions.idempotency_key stores the same value.
-func idemKey(issuer, key string) string { return "PI:" + issuer + ":" + key }
+func idemKey(issuer, key string) string { return onceKey(scopeTransfer, issuer, key) }
 
 // EffectiveLane is the lane a transfer runs in: EXPRESS and STANDARD
 // transfers strictly above threshold (the payer's hv_threshold, or else
@@ -144,42 +142,19 @@ func EffectiveLane(requested string, amount, threshold int64) string {
 }
 
 func (o *Orchestrator) submit(ctx context.Context, req PaymentInitiated, key, issuer string) (SubmitResult, error) {
-	if strings.TrimSpace(key) == "" {
-		return SubmitResult{}, missingField("idempotency_key")
-	}
-	if err := ident.Check(ident.IdempotencyKey, "idempotency_key", key); err != nil {
-		return SubmitResult{}, err
-	}
-	if strings.TrimSpace(issuer) == "" {
-		return SubmitResult{}, domainerr.New("UNAUTHORIZED", "the issuing participant is not identified", nil)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return SubmitResult{}, fmt.Errorf("orchestrator: encode request: %w", err)
-	}
-	var accepted SubmitResult
-	resp, replayed, err := o.keys.Once(ctx, o.db, idemKey(issuer, key), body, func(tx *store.Tx) ([]byte, error) {
-		// Read-only modes refuse new transfers before anything else.
-		if err := (sysmode.Gate{}).CheckWritable(ctx, tx); err != nil {
-			return nil, err
-		}
-		var err error
-		if accepted, err = o.acceptTx(ctx, tx, req, key, issuer, body, &submitEnv{}); err != nil {
-			return nil, err
+	// Read-only modes refuse new transfers before anything else
+	// (registerOnce's writable gate).
+	out, replayed, err := registerOnce(ctx, o, scopeTransfer, issuer, key, req, func(tx *store.Tx, body []byte) (SubmitResult, error) {
+		accepted, err := o.acceptTx(ctx, tx, req, key, issuer, body, &submitEnv{})
+		if err != nil {
+			return accepted, err
 		}
 		o.log.InfoContext(ctx, "orchestrator.accepted", "txid", accepted.TxID, "lane", accepted.Lane, "requested_lane", req.Lane,
 			"payer_bank_id", req.Payer.BankID, "payee_bank_id", req.Payee.BankID, "amount", req.Amount.Value)
-		return json.Marshal(accepted)
+		return accepted, nil
 	})
-	if err != nil {
-		return SubmitResult{}, err
-	}
-	var out SubmitResult
-	if err := json.Unmarshal(resp, &out); err != nil {
-		return SubmitResult{}, fmt.Errorf("orchestrator: stored response: %w", err)
-	}
 	out.Replayed = replayed
-	return out, nil
+	return out, err
 }
 
 // submitEnv is what accepting a transfer reads besides its request: the
