@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
-	"github.com/zcgw/zcgw/coordinator/orchestrator"
 )
 
 // GET /api/gtid/{gtid}, /api/rtp/{rtp_id} and /api/htlc/{htlc_id} are
@@ -19,14 +18,7 @@ import (
 // the operator read it (200); a non-party gets the very 404 body of a
 // missing resource; every decision is one AccessAuditLog row.
 func TestPartyQueriesNeedAPurposeAndAreAudited(t *testing.T) {
-	var o *orchestrator.Orchestrator
-	f := newFixture(t, func(c *Config) {
-		var err error
-		if o, err = orchestrator.New(orchestrator.Config{DB: c.DB, Clock: c.Clock}); err != nil {
-			t.Fatal(err)
-		}
-		c.Coordinator = o
-	})
+	f := newRealFixture(t)
 	as := func(key string) map[string]string { return map[string]string{"X-Api-Key": key} }
 	must := func(r resp, want int) resp {
 		t.Helper()
