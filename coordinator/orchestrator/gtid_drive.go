@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
@@ -12,6 +13,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/mandate"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -176,7 +178,61 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 	if domainerr.Has(err, "H_LIMIT_EXCEEDED") {
 		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonHLimitExceeded, map[string]any{"cause_reason_code": "H_LIMIT_EXCEEDED"})
 	}
+	if domainerr.Has(err, "DAILY_LIMIT_EXCEEDED") {
+		de, _ := domainerr.As(err)
+		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonDailyLimitExceeded, map[string]any{"cause_reason_code": "DAILY_LIMIT_EXCEEDED", "details": de.Details})
+	}
+	var refused gtidLegRefused
+	if errors.As(err, &refused) {
+		return false, o.cancelGtid(ctx, g.gtid, g.state, refused.reason, refused.payload)
+	}
 	return false, err
+}
+
+// gtidLegRefused rolls back a decision whose precheck refused a leg (its
+// mandate): the GTID is cancelled with reason, every hold released.
+type gtidLegRefused struct {
+	reason  string
+	payload map[string]any
+}
+
+func (e gtidLegRefused) Error() string { return "GTID leg refused at precheck: " + e.reason }
+
+// gtidPrecheckLegsInTx is the GTID's precheck of its PAYER legs inside
+// the decision commit, as Submit and precheck do for a transfer: each leg
+// is checked against the GTID's mandate (mandate.CheckTx with lane GTID;
+// a refusal is gtidLegRefused with the MANDATE_* reason and the verdict)
+// and its JPY amount is counted in its payer's daily total
+// (hlimit.ConsumeDaily; DAILY_LIMIT_EXCEEDED rolls the whole decision
+// back). It returns the JST business date the amounts were counted in.
+func (o *Orchestrator) gtidPrecheckLegsInTx(ctx context.Context, tx *store.Tx, g gtidRow, pairs []legPair) (string, error) {
+	now := o.clk.Now()
+	date := ""
+	for _, p := range pairs {
+		if g.mandateID != "" {
+			v, err := mandate.CheckTx(ctx, tx, mandate.Request{MandateID: g.mandateID, PayerBankID: p.payer.BankID,
+				Amount: p.payer.Amount.Value, Lane: LaneGtid}, now)
+			if err != nil {
+				return "", err
+			}
+			if !v.Allowed {
+				return "", gtidLegRefused{reason: mandateReasons[v.ReasonCode],
+					payload: map[string]any{"refused_leg_id": p.payer.LegID, "mandate": v}}
+			}
+		}
+		if p.payer.Amount.Currency != "JPY" {
+			continue // the daily limit is in JPY minor units
+		}
+		d, err := o.h.ConsumeDaily(ctx, tx, p.payer.BankID, p.payer.Amount.Value)
+		if err != nil {
+			if de, ok := domainerr.As(err); ok && de.Code == "DAILY_LIMIT_EXCEEDED" {
+				de.Details["refused_leg_id"] = p.payer.LegID
+			}
+			return "", err
+		}
+		date = d.BusinessDate
+	}
+	return date, nil
 }
 
 // decideGtid is the GT-level decision, one commit: GT_RECEIVED ->
@@ -231,6 +287,10 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 		if !res.Applied {
 			return errConflict
 		}
+		daily, err := o.gtidPrecheckLegsInTx(ctx, tx, g, pairs)
+		if err != nil {
+			return err
+		}
 		to, err := o.timeoutsTx(ctx, tx)
 		if err != nil {
 			return err
@@ -242,13 +302,20 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 			hResID := BatchReservationID(txid)
 			bankRes := bankapi.LegReservationRef(g.gtid, p.payer.LegID)
 			dp := decisionProofRef(txid)
+			payload := map[string]any{"decision_proof_ref": dp, "h_reservation_id": hResID, "bank_reservation_ref": bankRes}
+			extra := map[string]any{"h_reservation_id": hResID, "decision_proof_ref": dp}
+			if p.payer.Amount.Currency == "JPY" {
+				payload[hlimit.DailyDateKey] = daily
+			}
+			if g.mandateID != "" {
+				extra["mandate_id"] = g.mandateID
+			}
 			if _, err := o.lanes.MaterialiseLegTxInTx(ctx, tx, lane.LegTx{GTID: g.gtid,
 				LegIDs: []string{bankapi.LegTxID(g.gtid, p.payer.LegID), bankapi.LegTxID(g.gtid, p.payee.LegID)},
 				Tx: lane.NewTx{TxID: txid, AmountValue: p.payer.Amount.Value, Currency: p.payer.Amount.Currency,
 					PayerBankID: p.payer.BankID, PayerAccountHash: p.payer.AccountHash, PayeeBankID: p.payee.BankID,
 					PayeeAccountHash: p.payee.AccountHash, IdempotencyKey: legRequestID(g.gtid, p.payer.LegID, "DecidedToSettle"),
-					ExtraColumns: map[string]any{"h_reservation_id": hResID, "decision_proof_ref": dp},
-					Payload:      map[string]any{"decision_proof_ref": dp, "h_reservation_id": hResID, "bank_reservation_ref": bankRes}}}); err != nil {
+					ExtraColumns: extra, Payload: payload}}); err != nil {
 				if domainerr.Has(err, "CONCURRENCY_CONFLICT") {
 					return errConflict // a leg moved (cancelled) meanwhile: reload
 				}
