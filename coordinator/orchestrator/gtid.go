@@ -317,6 +317,7 @@ type GtidView struct {
 	GTID             string        `json:"gtid"`
 	State            string        `json:"state"`
 	ReasonCode       string        `json:"reason_code,omitempty"`
+	CaseID           string        `json:"case_id,omitempty"`
 	InitiatorBankID  string        `json:"initiator_bank_id"`
 	MandateID        string        `json:"mandate_id,omitempty"`
 	TotalAmount      int64         `json:"total_amount"`
@@ -348,7 +349,7 @@ func (o *Orchestrator) Gtid(ctx context.Context, gtid string) (GtidView, error) 
 		if err != nil {
 			return err
 		}
-		v = GtidView{GTID: g.gtid, State: string(g.state), ReasonCode: g.reason, InitiatorBankID: g.initiator, MandateID: g.mandateID, TotalAmount: g.total,
+		v = GtidView{GTID: g.gtid, State: string(g.state), ReasonCode: g.reason, CaseID: g.caseID, InitiatorBankID: g.initiator, MandateID: g.mandateID, TotalAmount: g.total,
 			LegCount: len(legs), ExpiresAt: g.expiresAt, Version: g.version, CreatedAt: g.createdAt, UpdatedAt: g.updatedAt}
 		for _, l := range legs {
 			lv := GtidLegView{LegID: originLegID(l), Role: string(l.Role), BankID: l.BankID, Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
@@ -401,7 +402,7 @@ type gtidRow struct {
 	gtid, initiator      string
 	mandateID            string
 	state                lane.GtidState
-	reason               string // from the GTID chain's cancel entry
+	reason, caseID       string // from the GTID chain's entry into state
 	total, version       int64
 	expiresAt            string
 	createdAt, updatedAt string
@@ -421,20 +422,13 @@ func readGtidTx(ctx context.Context, tx *store.Tx, gtid string) (gtidRow, []lane
 		return g, nil, wrapDB("read gtid", err)
 	}
 	g.state = lane.GtidState(state)
-	var payload sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT payload_json FROM FinalityLog WHERE gtid = ? AND txid IS NULL AND state_to = ?
-		ORDER BY event_seq DESC LIMIT 1`, gtid, string(lane.GtDecidedCancel)).Scan(&payload)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return g, nil, wrapDB("read gtid cancel", err)
+	// The reason (and Case) of the state: the payload of the chain's
+	// latest entry into it (a cancel, a suspension, a failure).
+	p, err := lastGtidPayloadTx(ctx, tx, gtid, g.state)
+	if err != nil {
+		return g, nil, err
 	}
-	if payload.Valid {
-		var p struct {
-			ReasonCode string `json:"reason_code"`
-		}
-		if json.Unmarshal([]byte(payload.String), &p) == nil {
-			g.reason = p.ReasonCode
-		}
-	}
+	g.reason, g.caseID = p.ReasonCode, p.CaseID
 	legs, err := lane.LegsInTx(ctx, tx, gtid)
 	return g, legs, err
 }

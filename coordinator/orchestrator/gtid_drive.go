@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -441,8 +442,9 @@ func (o *Orchestrator) gtidRelease(ctx context.Context, g gtidRow, legs []lane.L
 
 // gtidLegSettledInTx runs in the commit that settles a GTID leg's
 // transfer: the transfer's legs move LEG_DECIDED -> LEG_SETTLED, and when
-// every leg of the GTID is settled the GTID moves GT_DECIDED_TO_SETTLE ->
-// GT_SETTLED (GtidSettled on its chain). The GTID row is locked first
+// every leg of the GTID is settled the GTID moves GT_DECIDED_TO_SETTLE
+// (or GT_SUSPENDED, its suspended legs recovered: its Case is resolved)
+// -> GT_SETTLED (GtidSettled on its chain). The GTID row is locked first
 // (FOR UPDATE on PostgreSQL), so of two legs settling at once the second
 // sees the first.
 func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txid string) error {
@@ -477,16 +479,31 @@ func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txi
 	if settled < len(legs) {
 		return nil
 	}
-	_, err = o.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: gtid, From: lane.GtDecidedToSettle, To: lane.GtSettled,
-		EventType: finality.GtidSettled, Payload: map[string]any{"legs_settled": settled},
+	from := lane.GtidState(state)
+	payload := map[string]any{"legs_settled": settled}
+	caseID := ""
+	if from == lane.GtSuspended { // the suspended legs recovered
+		if caseID, err = gtidCaseIDTx(ctx, tx, gtid); err != nil {
+			return err
+		}
+		payload["case_id"] = caseID
+	}
+	res, err := o.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: gtid, From: from, To: lane.GtSettled,
+		EventType: finality.GtidSettled, Payload: payload,
 		SideUpdates: func(ctx context.Context, tx *store.Tx) error {
 			_, err := tx.ExecContext(ctx, "UPDATE GtidTransactions SET legs_settled_count = ? WHERE gtid = ?", settled, gtid)
 			return err
 		}})
-	if err == nil {
-		o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled)
+	if err != nil || !res.Applied {
+		return err
 	}
-	return err
+	if caseID != "" {
+		if _, err := o.cases.SetState(ctx, tx, caseID, cases.StateResolved, "ZC", caseReasonGtidLegsSettled); err != nil && !domainerr.Has(err, "STATE_GUARD") {
+			return err
+		}
+	}
+	o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled, "from", state)
+	return nil
 }
 
 // sweepGtid cancels the GTIDs still undecided at their expires_at

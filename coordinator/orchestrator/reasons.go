@@ -114,6 +114,8 @@ var WrittenReasons = map[string]string{
 	ReasonLegNotReady:              FamilyEvent,
 	ReasonGtidTimeout:              FamilyWaiting,
 	ReasonDailyLimitExceeded:       FamilyEvent,
+	ReasonGtidLegSuspended:         FamilyWaiting,
+	ReasonGtidLegFailed:            FamilyEvent,
 	ReasonRtpDeclined:              FamilyEvent,
 	ReasonRtpTimeout:               FamilyWaiting,
 	ReasonRtpNotifyFailed:          FamilyEvent,
