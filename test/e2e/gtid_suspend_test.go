@@ -58,7 +58,9 @@ func (s *stack) wantSuspended(gtid, legTxID, legReason string) orchestrator.Gtid
 func (s *stack) caseState(id string) string {
 	s.t.Helper()
 	var st string
-	if err := s.zc.Read(s.ctx, func(tx *store.Tx) error { return tx.QueryRowContext(s.ctx, `SELECT state FROM Cases WHERE case_id = ?`, id).Scan(&st) }); err != nil {
+	if err := s.zc.Read(s.ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(s.ctx, `SELECT state FROM Cases WHERE case_id = ?`, id).Scan(&st)
+	}); err != nil {
 		s.t.Fatal(err)
 	}
 	return st
