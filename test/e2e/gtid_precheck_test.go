@@ -152,3 +152,55 @@ func TestGtidMandateGatesEveryPayerLeg(t *testing.T) {
 		t.Fatalf("malformed mandate_id: %v", err)
 	}
 }
+
+// TestGtidSeveralLegsBetweenTheSamePayerAndPayee: spec 000 pairs PAYER
+// and PAYEE legs by leg_id order, so one payer may pay the same payee in
+// several legs (here three: 10,000, 5,000 and 2,500 from 001/h:a to
+// 003/h:c, with one leg back from 003 to 001 in the same GTID). Each
+// payer leg holds and consumes its own hold, each pair is its own
+// transfer, and the cores move by the sums.
+func TestGtidSeveralLegsBetweenTheSamePayerAndPayee(t *testing.T) {
+	s := gtidStack(t)
+	before := s.snapshot()
+	req := orchestrator.GtidRegister{GTID: "001-N1", Legs: []orchestrator.GtidLegRequest{
+		leg("P1", bankapi.RolePayer, "001", "h:a", 10_000), leg("E1", bankapi.RolePayee, "003", "h:c", 10_000),
+		leg("P2", bankapi.RolePayer, "001", "h:a", 5_000), leg("E2", bankapi.RolePayee, "003", "h:c", 5_000),
+		leg("P3", bankapi.RolePayer, "001", "h:a", 2_500), leg("E3", bankapi.RolePayee, "003", "h:c", 2_500),
+		leg("P4", bankapi.RolePayer, "003", "h:c", 700), leg("E4", bankapi.RolePayee, "001", "h:a", 700),
+	}}
+	if _, err := s.o.RegisterGtid(s.ctx, req, "n1", "001"); err != nil {
+		t.Fatal(err)
+	}
+	s.run()
+	v := s.gtid("001-N1")
+	if v.State != "GT_SETTLED" || v.LegsSettledCount != 8 {
+		t.Fatalf("%+v", v)
+	}
+	s.wantAggChain("001-N1", v.Chain, finality.GtidRegistered, finality.GtidPrechecked, finality.GtidDecided, finality.GtidSettled)
+	for id, amount := range map[string]int{"001-N1.P1": 10_000, "001-N1.P2": 5_000, "001-N1.P3": 2_500, "001-N1.P4": 700} {
+		s.wantState(id, "SETTLED", "")
+		if n := s.count(`SELECT amount_value FROM Transactions WHERE txid = ?`, id); n != amount {
+			t.Fatalf("%s amount %d", id, n)
+		}
+	}
+	h := s.bank["001"].holds("001-N1")
+	if len(h) != 3 || h["LEG-001-N1.P1"] != "CONSUMED" || h["LEG-001-N1.P2"] != "CONSUMED" || h["LEG-001-N1.P3"] != "CONSUMED" {
+		t.Fatalf("001 holds %v", h)
+	}
+	if h := s.bank["003"].holds("001-N1"); len(h) != 1 || h["LEG-001-N1.P4"] != "CONSUMED" {
+		t.Fatalf("003 holds %v", h)
+	}
+	s.wantNoH()
+	s.checkInvariants(before, s.snapshot(), move{"001", "h:a", -17_500 + 700}, move{"003", "h:c", 17_500 - 700})
+
+	// The pairing is by leg_id order: a payer leg whose paired payee leg
+	// carries another amount is refused, even when the totals balance
+	// (one payer leg cannot fund two payee legs: its one hold is consumed
+	// by one debit).
+	split := orchestrator.GtidRegister{GTID: "001-N2", Legs: []orchestrator.GtidLegRequest{
+		leg("P1", bankapi.RolePayer, "001", "h:a", 15_000),
+		leg("E1", bankapi.RolePayee, "003", "h:c", 10_000), leg("E2", bankapi.RolePayee, "003", "h:c", 5_000)}}
+	if _, err := s.o.RegisterGtid(s.ctx, split, "n2", "001"); !hasCode(err, "AMOUNT_BALANCE_MISMATCH") {
+		t.Fatalf("split: %v", err)
+	}
+}
