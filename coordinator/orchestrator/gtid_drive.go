@@ -448,13 +448,9 @@ func (o *Orchestrator) gtidRelease(ctx context.Context, g gtidRow, legs []lane.L
 // (FOR UPDATE on PostgreSQL), so of two legs settling at once the second
 // sees the first.
 func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txid string) error {
-	var gtid string
-	if err := tx.QueryRowContext(ctx, "SELECT gtid FROM GtidLegs WHERE txid = ? LIMIT 1", txid).Scan(&gtid); err != nil {
-		return wrapDB("read leg of "+txid, err)
-	}
-	var state string
-	if err := tx.QueryRowContext(ctx, "SELECT state FROM GtidTransactions WHERE gtid = ?"+tx.ForUpdate(), gtid).Scan(&state); err != nil {
-		return wrapDB("lock gtid", err)
+	gtid, state, err := lockGtidOfLegTx(ctx, tx, txid)
+	if err != nil {
+		return err
 	}
 	legs, err := lane.LegsInTx(ctx, tx, gtid)
 	if err != nil {
@@ -479,7 +475,7 @@ func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txi
 	if settled < len(legs) {
 		return nil
 	}
-	from := lane.GtidState(state)
+	from := state
 	payload := map[string]any{"legs_settled": settled}
 	caseID := ""
 	if from == lane.GtSuspended { // the suspended legs recovered
@@ -502,7 +498,7 @@ func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txi
 			return err
 		}
 	}
-	o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled, "from", state)
+	o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled, "from", string(state))
 	return nil
 }
 

@@ -64,15 +64,11 @@ func (o *Orchestrator) gtidSuspendSide(laneName, txid, reason string) lane.SideU
 // row is locked first, so of two legs suspending at once the second
 // finds it suspended and does nothing.
 func (o *Orchestrator) gtidLegSuspendedInTx(ctx context.Context, tx *store.Tx, txid, legReason string) error {
-	var gtid string
-	if err := tx.QueryRowContext(ctx, "SELECT gtid FROM GtidLegs WHERE txid = ? LIMIT 1", txid).Scan(&gtid); err != nil {
-		return wrapDB("read leg of "+txid, err)
+	gtid, state, err := lockGtidOfLegTx(ctx, tx, txid)
+	if err != nil {
+		return err
 	}
-	var state string
-	if err := tx.QueryRowContext(ctx, "SELECT state FROM GtidTransactions WHERE gtid = ?"+tx.ForUpdate(), gtid).Scan(&state); err != nil {
-		return wrapDB("lock gtid", err)
-	}
-	if lane.GtidState(state) != lane.GtDecidedToSettle {
+	if state != lane.GtDecidedToSettle {
 		return nil // suspended already (or settled: nothing to suspend)
 	}
 	opened, err := o.cases.OpenCase(ctx, tx, cases.OpenRequest{ReasonCode: ReasonGtidLegSuspended, OpenedBy: "ZC",
@@ -92,6 +88,38 @@ func (o *Orchestrator) gtidLegSuspendedInTx(ctx context.Context, tx *store.Tx, t
 	}
 	o.log.WarnContext(ctx, "orchestrator.gtid_suspended", "gtid", gtid, "leg_txid", txid, "leg_reason_code", legReason, "case_id", opened.CaseID)
 	return nil
+}
+
+// lockGtidOfLegTx finds the GTID of a leg's transfer and locks its row
+// (FOR UPDATE on PostgreSQL; SQLite serialises writers), returning its
+// state: the commits that settle or suspend legs of one GTID see each
+// other.
+func lockGtidOfLegTx(ctx context.Context, tx *store.Tx, txid string) (string, lane.GtidState, error) {
+	var gtid, state string
+	if err := tx.QueryRowContext(ctx, "SELECT gtid FROM GtidLegs WHERE txid = ? LIMIT 1", txid).Scan(&gtid); err != nil {
+		return "", "", wrapDB("read leg of "+txid, err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT state FROM GtidTransactions WHERE gtid = ?"+tx.ForUpdate(), gtid).Scan(&state); err != nil {
+		return "", "", wrapDB("lock gtid", err)
+	}
+	return gtid, lane.GtidState(state), nil
+}
+
+// payerLegTxsTx reads the transfers of a GTID's decided legs (one per
+// PAYER leg).
+func payerLegTxsTx(ctx context.Context, tx *store.Tx, legs []lane.Leg) ([]txRow, error) {
+	var out []txRow
+	for _, l := range legs {
+		if l.TxID == "" || l.Role != lane.LegPayer {
+			continue
+		}
+		r, err := readTx(ctx, tx, l.TxID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // gtidCaseIDTx is the Case opened when the GTID was suspended (from its
@@ -162,8 +190,9 @@ func gtidStateGuard(gtid string, state lane.GtidState, why string) error {
 }
 
 // RetryGtid drives a suspended GTID's suspended legs again: each leg
-// transfer in SUSPENDED has its DRIVE item queued READY (an item the queue acknowledged to a Case is re-armed), in
-// one commit that also moves the GTID's Case IN_PROGRESS. The drive then
+// transfer in SUSPENDED has its DRIVE item queued READY (an item the
+// queue acknowledged to a Case is re-armed), in one commit that also
+// moves the GTID's Case IN_PROGRESS. The drive then
 // resends the recorded execution command (the bank answers a replay if it
 // had applied it). Refusals: GTID_NOT_FOUND, STATE_GUARD (the GTID is not
 // GT_SUSPENDED, or no leg is SUSPENDED: a FAILED_EXECUTION leg is final).
@@ -183,14 +212,11 @@ func (o *Orchestrator) RetryGtid(ctx context.Context, gtid string, req GtidOpera
 			return gtidStateGuard(gtid, g.state, "only a GT_SUSPENDED GTID has legs to retry")
 		}
 		now := o.clk.Now()
-		for _, l := range legs {
-			if l.TxID == "" || l.Role != lane.LegPayer {
-				continue
-			}
-			r, err := readTx(ctx, tx, l.TxID)
-			if err != nil {
-				return err
-			}
+		rows, err := payerLegTxsTx(ctx, tx, legs)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
 			if r.State != lane.Suspended {
 				continue
 			}
@@ -243,18 +269,8 @@ func (o *Orchestrator) ResolveGtid(ctx context.Context, gtid string, req GtidOpe
 		if g, legs, err = readGtidTx(ctx, tx, gtid); err != nil {
 			return err
 		}
-		rows = rows[:0]
-		for _, l := range legs {
-			if l.TxID == "" || l.Role != lane.LegPayer {
-				continue
-			}
-			r, err := readTx(ctx, tx, l.TxID)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, r)
-		}
-		return nil
+		rows, err = payerLegTxsTx(ctx, tx, legs)
+		return err
 	}); err != nil {
 		return GtidOperatorResult{}, err
 	}
