@@ -9,6 +9,8 @@ import (
 	"github.com/zcgw/zcgw/adapter"
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/finality"
+	"github.com/zcgw/zcgw/coordinator/fx"
+	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -323,4 +325,49 @@ func TestGtidSuspensionRaceSweepVersusDrive(t *testing.T) {
 			move{"002", "h:b", -20_000}, move{"001", "h:a2", 20_000})
 	}
 	t.Logf("legs suspended by %v", byReason)
+}
+
+// TestFXConduitSuspendedLegRecovers: the FX conduit's leg transfers run
+// in lane GTID, so the conduit GTID gets the same suspension and exits.
+// The payee bank does not answer the dollar credit: the leg suspends
+// (SUSPEND_ADAPTER_DOWN) and with it the conduit GTID (GT_SUSPENDED, its
+// Case); the bank comes back, the leg settles, GT_SUSPENDED ->
+// GT_SETTLED, the Case is resolved, the FX sweep finalises the transfer
+// SETTLED, and each currency is conserved with no H left.
+func TestFXConduitSuspendedLegRecovers(t *testing.T) {
+	w := newFXWorld(t)
+	w.quote(48 * time.Hour)
+	before := w.balances()
+	res, err := w.fx.Create(w.ctx, w.request("FXG-SUSP", 150_000, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.banks.SetDown(fxPayee, true, bankapi.ExecuteCredit)
+	if _, err := w.fx.Claim(w.ctx, "FXG-SUSP", res.Secret); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ { // execute-credit retried with backoff until the bank counts as down
+		w.run()
+		w.clk.Advance(10 * time.Minute)
+	}
+	dollar := fx.LegTxID("FXG-SUSP", 1)
+	w.wantState(dollar, "SUSPENDED", orchestrator.ReasonSuspendAdapterDown)
+	v := w.wantSuspended("FXG-SUSP", dollar, orchestrator.ReasonSuspendAdapterDown)
+	if r := w.sweep(); r.Finalised != 0 {
+		t.Fatalf("finalised while suspended: %+v", r)
+	}
+	w.banks.SetDown(fxPayee, false)
+	w.retryDue()
+	if r := w.sweep(); r.Finalised != 1 {
+		t.Fatalf("sweep %+v, want the conduit finalised", r)
+	}
+	w.wantStatus("FXG-SUSP", fx.TransferSettled, lane.GtSettled)
+	w.wantChain("gtid", "FXG-SUSP", finality.GtidRegistered, finality.GtidPrechecked, finality.GtidDecided, finality.GtidSuspended, finality.GtidSettled)
+	if st := w.caseState(v.CaseID); st != "RESOLVED" {
+		t.Fatalf("case %s", st)
+	}
+	w.checkMoves(before, map[string]int64{"h:payer-jpy": -150_000, "h:fxp-jpy": 150_000, "h:fxp-usd": -100_000, "h:payee-usd": 100_000})
+	if w.hUsed(fxPayer, "JPY") != 0 || w.hUsed(fxFXP, "USD") != 0 {
+		t.Errorf("H still in use: JPY %d USD %d", w.hUsed(fxPayer, "JPY"), w.hUsed(fxFXP, "USD"))
+	}
 }
