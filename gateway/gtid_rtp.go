@@ -21,7 +21,18 @@ type GtidRTP interface {
 	Rtp(ctx context.Context, rtpID string) (orchestrator.RtpView, error)
 }
 
-var _ GtidRTP = (*orchestrator.Orchestrator)(nil)
+// GtidOperator is the operator's way out of a suspended GTID
+// (docs/gtid-rtp.md "Suspension"): drive its suspended legs again, or
+// close it once a leg failed for good.
+type GtidOperator interface {
+	RetryGtid(ctx context.Context, gtid string, req orchestrator.GtidOperatorRequest) (orchestrator.GtidOperatorResult, error)
+	ResolveGtid(ctx context.Context, gtid string, req orchestrator.GtidOperatorRequest) (orchestrator.GtidOperatorResult, error)
+}
+
+var (
+	_ GtidRTP      = (*orchestrator.Orchestrator)(nil)
+	_ GtidOperator = (*orchestrator.Orchestrator)(nil)
+)
 
 // GtidRegisterRequest is the body of POST /api/gtid/register.
 type GtidRegisterRequest struct {
@@ -70,6 +81,45 @@ func (s *Server) gtidRtpRoutes() []route {
 			responses: []response{{status: 200, body: orchestrator.RtpView{}}}, errors: apiErrors}}},
 		answer("accept", "The payer's bank accepts: the linked transfer is created and runs its lane"),
 		answer("decline", "The payer's bank declines"),
+	}
+}
+
+// gtidOperatorRoutes are POST /internal/gtid/{gtid}/retry and /resolve
+// behind the internal credential.
+func (s *Server) gtidOperatorRoutes() []route {
+	c, ok := s.cfg.Coordinator.(GtidOperator)
+	if !ok {
+		return nil
+	}
+	do := func(action, summary string, fn func(context.Context, string, orchestrator.GtidOperatorRequest) (orchestrator.GtidOperatorResult, error)) route {
+		return route{pattern: "POST /internal/gtid/{gtid}/" + action, handler: s.cron(s.jsonBody(s.gtidOperatorAction(fn))), ops: []op{{
+			summary: summary, auth: authCron, request: orchestrator.GtidOperatorRequest{},
+			responses: []response{{status: 200, body: orchestrator.GtidOperatorResult{}}}, errors: []int{400, 403, 404, 409, 415}}}}
+	}
+	return []route{
+		do("retry", "Drive a GT_SUSPENDED GTID's suspended legs again (their cause fixed)", c.RetryGtid),
+		do("resolve", "Close a GT_SUSPENDED GTID whose leg failed for good: GT_FAILED_EXECUTION, failed legs' holds released, its Case resolved", c.ResolveGtid),
+	}
+}
+
+func (s *Server) gtidOperatorAction(fn func(context.Context, string, orchestrator.GtidOperatorRequest) (orchestrator.GtidOperatorResult, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		var b orchestrator.GtidOperatorRequest
+		if err := decodeStrict(body, &b); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		out, err := fn(context.WithoutCancel(r.Context()), r.PathValue("gtid"), b)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 

@@ -253,6 +253,7 @@ func (s *Server) routeTable() []route {
 	t = append(t, s.refundRoutes()...)
 	t = append(t, s.fxRoutes()...)
 	t = append(t, s.gtidRtpRoutes()...)
+	t = append(t, s.gtidOperatorRoutes()...)
 	t = append(t, s.bankRoutes()...)
 	t = append(t, s.htlcRoutes()...)
 	return append(t,

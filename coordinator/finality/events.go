@@ -73,6 +73,7 @@ const (
 	GtidSuspended      EventType = "GtidSuspended"      // GT_* -> GT_SUSPENDED
 	GtidDecidedCancel  EventType = "GtidDecidedCancel"  // GT_* -> GT_DECIDED_CANCEL
 	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
+	GtidFailed         EventType = "GtidFailed"         // GT_SUSPENDED -> GT_FAILED_EXECUTION: a failed leg, closed by the operator
 	ReversalCompleted  EventType = "ReversalCompleted"  // FAILED_EXECUTION: the payer bank queued the reversal of its debit (EXT_REFUND_PROOF)
 	DnsCycleCancelled  EventType = "DnsCycleCancelled"  // HOLD_ACTIVE -> CANCELLED: handoff #2 back to ZC without settling
 	// A leg's posting at its bank's core: landed, or refused by the core
@@ -111,7 +112,7 @@ func init() {
 		DnsSettled, DnsRingfencePromoted, IgsDeferred, HtlcCreated, HtlcFulfillRequested,
 		HtlcAuthRequested, FinalityCosigned, WatcherEquivocationDetected,
 
-		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled,
+		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled, GtidFailed,
 		ReversalCompleted, DnsCycleCancelled,
 		CorePostingApplied, CorePostingBlocked,
 		ParameterChanged,

@@ -35,6 +35,9 @@ const (
 	LegDecided   LegState = "LEG_DECIDED"
 	LegSettled   LegState = "LEG_SETTLED"
 	LegCancelled LegState = "LEG_CANCELLED"
+	// LegFailed: the leg's transfer ended FAILED_EXECUTION and the
+	// operator closed its GTID (GT_FAILED_EXECUTION).
+	LegFailed LegState = "LEG_FAILED"
 )
 
 // AllowedLegTransitions is the GtidLegs state machine: every legal edge.
@@ -42,9 +45,10 @@ var AllowedLegTransitions = map[LegState][]LegState{
 	LegPending:   {LegReady, LegNotReady, LegCancelled},
 	LegReady:     {LegDecided, LegCancelled},
 	LegNotReady:  {LegCancelled},
-	LegDecided:   {LegSettled},
+	LegDecided:   {LegSettled, LegFailed},
 	LegSettled:   nil,
 	LegCancelled: nil,
+	LegFailed:    nil,
 }
 
 // LegEntryStates are the states a GtidLegs row may be inserted in, per

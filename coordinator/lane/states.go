@@ -143,6 +143,9 @@ const (
 	GtSettled         GtidState = "GT_SETTLED"
 	GtDecidedCancel   GtidState = "GT_DECIDED_CANCEL"
 	GtCancelled       GtidState = "GT_CANCELLED"
+	// GtFailedExecution mirrors FAILED_EXECUTION: a suspended GTID whose
+	// failed leg will not settle, closed by the operator (docs/gtid-rtp.md).
+	GtFailedExecution GtidState = "GT_FAILED_EXECUTION"
 )
 
 // AllowedGtidTransitions is ALLOWED_GTID_TRANSITIONS. GT_RECEIVED ->
@@ -150,11 +153,12 @@ const (
 var AllowedGtidTransitions = map[GtidState][]GtidState{
 	GtReceived:        {GtPrechecked, GtDecidedCancel},
 	GtPrechecked:      {GtDecidedToSettle, GtDecidedCancel},
-	GtDecidedToSettle: {GtSettled, GtSuspended}, // checkAndFinalizeGtid (000 §4)
-	GtSuspended:       {GtSettled},              // suspended legs recovered
+	GtDecidedToSettle: {GtSettled, GtSuspended},       // checkAndFinalizeGtid (000 §4): a leg's transfer suspended
+	GtSuspended:       {GtSettled, GtFailedExecution}, // suspended legs recovered; or a leg failed for good, closed by the operator
 	GtDecidedCancel:   {GtCancelled},
 	GtSettled:         nil,
 	GtCancelled:       nil,
+	GtFailedExecution: nil,
 }
 
 // GtidEntryStates is ALLOWED_GTID_ENTRY_STATES: GT_RECEIVED for normal

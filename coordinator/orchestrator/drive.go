@@ -502,7 +502,8 @@ func (o *Orchestrator) execFailed(ctx context.Context, r txRow, callErr error, r
 			}
 			if n >= to.AdapterDownAfter && suspendable {
 				_, err := o.lanes.SuspendInTx(ctx, tx, lane.Suspend{TxID: r.TxID, From: r.State, To: lane.Suspended,
-					ReasonCode: ReasonSuspendAdapterDown, Payload: map[string]any{"cause_reason_code": domainerr.Code(callErr), "failures": n}})
+					ReasonCode: ReasonSuspendAdapterDown, Payload: map[string]any{"cause_reason_code": domainerr.Code(callErr), "failures": n},
+					SideUpdates: o.gtidSuspendSide(r.Lane, r.TxID, ReasonSuspendAdapterDown)})
 				return err
 			}
 			return nil
@@ -514,7 +515,7 @@ func (o *Orchestrator) execFailed(ctx context.Context, r txRow, callErr error, r
 	}
 	if suspendable {
 		if _, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: r.TxID, From: r.State, To: lane.Suspended, ReasonCode: refusedReason,
-			Payload: refusalPayload(callErr)}); err != nil {
+			Payload: refusalPayload(callErr), SideUpdates: o.gtidSuspendSide(r.Lane, r.TxID, refusedReason)}); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/mandate"
 	"github.com/zcgw/zcgw/coordinator/participants"
 	"github.com/zcgw/zcgw/coordinator/store"
 	"github.com/zcgw/zcgw/coordinator/uuid"
@@ -54,6 +55,11 @@ type GtidRegister struct {
 	GTID       string           `json:"gtid,omitempty"`
 	Legs       []GtidLegRequest `json:"legs"`
 	TimeoutSec int64            `json:"timeout_sec,omitempty"`
+	// MandateID (optional, 003 GtidTransactions.mandate_id) is the
+	// mandate every PAYER leg is sent under: each leg is checked against
+	// it at the GTID's precheck like a transfer citing it (spec 000
+	// §11.2-e), and a leg it refuses cancels the whole GTID.
+	MandateID string `json:"mandate_id,omitempty"`
 }
 
 // GtidRegisterResult is RegisterGtid's answer, stored with the
@@ -109,6 +115,11 @@ func validateGtid(req GtidRegister, issuer string) error {
 		}
 		if !ident.InNamespace(req.GTID, issuer) {
 			return invalidField("gtid", "a client-chosen gtid must start with the issuing bank's id and '-'", req.GTID)
+		}
+	}
+	if req.MandateID != "" {
+		if err := mandate.CheckID(req.MandateID); err != nil {
+			return err
 		}
 	}
 	if len(req.Legs) < 2 {
@@ -231,8 +242,11 @@ func (o *Orchestrator) registerGtidTx(ctx context.Context, tx *store.Tx, req Gti
 	}
 	now := o.clk.Now()
 	expires := clock.Stamp(now.Add(timeout))
-	n := lane.NewGtid{GTID: gtid, InitiatorBankID: issuer, ExpiresAt: expires,
+	n := lane.NewGtid{GTID: gtid, InitiatorBankID: issuer, ExpiresAt: expires, MandateID: req.MandateID,
 		Payload: map[string]any{"initiator_bank_id": issuer, "leg_count": len(req.Legs), "expires_at": expires}}
+	if req.MandateID != "" {
+		n.Payload.(map[string]any)["mandate_id"] = req.MandateID
+	}
 	for _, g := range req.Legs {
 		// GtidLegs.leg_id is unique across GTIDs: the registered leg_id
 		// is normalised to "{gtid}.{leg_id}" (bankapi.LegTxID) and kept
@@ -275,7 +289,9 @@ type GtidView struct {
 	GTID             string        `json:"gtid"`
 	State            string        `json:"state"`
 	ReasonCode       string        `json:"reason_code,omitempty"`
+	CaseID           string        `json:"case_id,omitempty"`
 	InitiatorBankID  string        `json:"initiator_bank_id"`
+	MandateID        string        `json:"mandate_id,omitempty"`
 	TotalAmount      int64         `json:"total_amount"`
 	LegCount         int           `json:"leg_count"`
 	LegsReadyCount   int           `json:"legs_ready_count"`
@@ -305,7 +321,7 @@ func (o *Orchestrator) Gtid(ctx context.Context, gtid string) (GtidView, error) 
 		if err != nil {
 			return err
 		}
-		v = GtidView{GTID: g.gtid, State: string(g.state), ReasonCode: g.reason, InitiatorBankID: g.initiator, TotalAmount: g.total,
+		v = GtidView{GTID: g.gtid, State: string(g.state), ReasonCode: g.reason, CaseID: g.caseID, InitiatorBankID: g.initiator, MandateID: g.mandateID, TotalAmount: g.total,
 			LegCount: len(legs), ExpiresAt: g.expiresAt, Version: g.version, CreatedAt: g.createdAt, UpdatedAt: g.updatedAt}
 		for _, l := range legs {
 			lv := GtidLegView{LegID: originLegID(l), Role: string(l.Role), BankID: l.BankID, Amount: bankapi.Amount{Value: l.AmountValue, Currency: l.Currency},
@@ -356,8 +372,9 @@ func chainEntries(ctx context.Context, tx *store.Tx, id string) ([]ChainEntry, e
 // gtidRow is the guarded part of a GtidTransactions row.
 type gtidRow struct {
 	gtid, initiator      string
+	mandateID            string
 	state                lane.GtidState
-	reason               string // from the GTID chain's cancel entry
+	reason, caseID       string // from the GTID chain's entry into state
 	total, version       int64
 	expiresAt            string
 	createdAt, updatedAt string
@@ -367,8 +384,9 @@ type gtidRow struct {
 func readGtidTx(ctx context.Context, tx *store.Tx, gtid string) (gtidRow, []lane.Leg, error) {
 	var g gtidRow
 	var state string
-	err := tx.QueryRowContext(ctx, `SELECT gtid, state, initiator_bank_id, total_amount, version, COALESCE(expires_at, ''), created_at, updated_at
-		FROM GtidTransactions WHERE gtid = ?`, gtid).Scan(&g.gtid, &state, &g.initiator, &g.total, &g.version, &g.expiresAt, &g.createdAt, &g.updatedAt)
+	err := tx.QueryRowContext(ctx, `SELECT gtid, state, initiator_bank_id, total_amount, version, COALESCE(expires_at, ''), created_at, updated_at,
+		COALESCE(mandate_id, '') FROM GtidTransactions WHERE gtid = ?`, gtid).Scan(&g.gtid, &state, &g.initiator, &g.total, &g.version, &g.expiresAt,
+		&g.createdAt, &g.updatedAt, &g.mandateID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, nil, domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": gtid})
 	}
@@ -376,20 +394,13 @@ func readGtidTx(ctx context.Context, tx *store.Tx, gtid string) (gtidRow, []lane
 		return g, nil, wrapDB("read gtid", err)
 	}
 	g.state = lane.GtidState(state)
-	var payload sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT payload_json FROM FinalityLog WHERE gtid = ? AND txid IS NULL AND state_to = ?
-		ORDER BY event_seq DESC LIMIT 1`, gtid, string(lane.GtDecidedCancel)).Scan(&payload)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return g, nil, wrapDB("read gtid cancel", err)
+	// The reason (and Case) of the state: the payload of the chain's
+	// latest entry into it (a cancel, a suspension, a failure).
+	p, err := lastGtidPayloadTx(ctx, tx, gtid, g.state)
+	if err != nil {
+		return g, nil, err
 	}
-	if payload.Valid {
-		var p struct {
-			ReasonCode string `json:"reason_code"`
-		}
-		if json.Unmarshal([]byte(payload.String), &p) == nil {
-			g.reason = p.ReasonCode
-		}
-	}
+	g.reason, g.caseID = p.ReasonCode, p.CaseID
 	legs, err := lane.LegsInTx(ctx, tx, gtid)
 	return g, legs, err
 }

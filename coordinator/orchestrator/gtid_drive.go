@@ -3,15 +3,18 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
+	"github.com/zcgw/zcgw/coordinator/cases"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/mandate"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -176,7 +179,61 @@ func (o *Orchestrator) gtidReady(ctx context.Context, g gtidRow, legs []lane.Leg
 	if domainerr.Has(err, "H_LIMIT_EXCEEDED") {
 		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonHLimitExceeded, map[string]any{"cause_reason_code": "H_LIMIT_EXCEEDED"})
 	}
+	if domainerr.Has(err, "DAILY_LIMIT_EXCEEDED") {
+		de, _ := domainerr.As(err)
+		return false, o.cancelGtid(ctx, g.gtid, g.state, ReasonDailyLimitExceeded, map[string]any{"cause_reason_code": "DAILY_LIMIT_EXCEEDED", "details": de.Details})
+	}
+	var refused gtidLegRefused
+	if errors.As(err, &refused) {
+		return false, o.cancelGtid(ctx, g.gtid, g.state, refused.reason, refused.payload)
+	}
 	return false, err
+}
+
+// gtidLegRefused rolls back a decision whose precheck refused a leg (its
+// mandate): the GTID is cancelled with reason, every hold released.
+type gtidLegRefused struct {
+	reason  string
+	payload map[string]any
+}
+
+func (e gtidLegRefused) Error() string { return "GTID leg refused at precheck: " + e.reason }
+
+// gtidPrecheckLegsInTx is the GTID's precheck of its PAYER legs inside
+// the decision commit, as Submit and precheck do for a transfer: each leg
+// is checked against the GTID's mandate (mandate.CheckTx with lane GTID;
+// a refusal is gtidLegRefused with the MANDATE_* reason and the verdict)
+// and its JPY amount is counted in its payer's daily total
+// (hlimit.ConsumeDaily; DAILY_LIMIT_EXCEEDED rolls the whole decision
+// back). It returns the JST business date the amounts were counted in.
+func (o *Orchestrator) gtidPrecheckLegsInTx(ctx context.Context, tx *store.Tx, g gtidRow, pairs []legPair) (string, error) {
+	now := o.clk.Now()
+	date := ""
+	for _, p := range pairs {
+		if g.mandateID != "" {
+			v, err := mandate.CheckTx(ctx, tx, mandate.Request{MandateID: g.mandateID, PayerBankID: p.payer.BankID,
+				Amount: p.payer.Amount.Value, Lane: LaneGtid}, now)
+			if err != nil {
+				return "", err
+			}
+			if !v.Allowed {
+				return "", gtidLegRefused{reason: mandateReasons[v.ReasonCode],
+					payload: map[string]any{"refused_leg_id": p.payer.LegID, "mandate": v}}
+			}
+		}
+		if p.payer.Amount.Currency != "JPY" {
+			continue // the daily limit is in JPY minor units
+		}
+		d, err := o.h.ConsumeDaily(ctx, tx, p.payer.BankID, p.payer.Amount.Value)
+		if err != nil {
+			if de, ok := domainerr.As(err); ok && de.Code == "DAILY_LIMIT_EXCEEDED" {
+				de.Details["refused_leg_id"] = p.payer.LegID
+			}
+			return "", err
+		}
+		date = d.BusinessDate
+	}
+	return date, nil
 }
 
 // decideGtid is the GT-level decision, one commit: GT_RECEIVED ->
@@ -231,6 +288,10 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 		if !res.Applied {
 			return errConflict
 		}
+		daily, err := o.gtidPrecheckLegsInTx(ctx, tx, g, pairs)
+		if err != nil {
+			return err
+		}
 		to, err := o.timeoutsTx(ctx, tx)
 		if err != nil {
 			return err
@@ -242,13 +303,20 @@ func (o *Orchestrator) decideGtid(ctx context.Context, g gtidRow, legs []lane.Le
 			hResID := BatchReservationID(txid)
 			bankRes := bankapi.LegReservationRef(g.gtid, p.payer.LegID)
 			dp := decisionProofRef(txid)
+			payload := map[string]any{"decision_proof_ref": dp, "h_reservation_id": hResID, "bank_reservation_ref": bankRes}
+			extra := map[string]any{"h_reservation_id": hResID, "decision_proof_ref": dp}
+			if p.payer.Amount.Currency == "JPY" {
+				payload[hlimit.DailyDateKey] = daily
+			}
+			if g.mandateID != "" {
+				extra["mandate_id"] = g.mandateID
+			}
 			if _, err := o.lanes.MaterialiseLegTxInTx(ctx, tx, lane.LegTx{GTID: g.gtid,
 				LegIDs: []string{bankapi.LegTxID(g.gtid, p.payer.LegID), bankapi.LegTxID(g.gtid, p.payee.LegID)},
 				Tx: lane.NewTx{TxID: txid, AmountValue: p.payer.Amount.Value, Currency: p.payer.Amount.Currency,
 					PayerBankID: p.payer.BankID, PayerAccountHash: p.payer.AccountHash, PayeeBankID: p.payee.BankID,
 					PayeeAccountHash: p.payee.AccountHash, IdempotencyKey: legRequestID(g.gtid, p.payer.LegID, "DecidedToSettle"),
-					ExtraColumns: map[string]any{"h_reservation_id": hResID, "decision_proof_ref": dp},
-					Payload:      map[string]any{"decision_proof_ref": dp, "h_reservation_id": hResID, "bank_reservation_ref": bankRes}}}); err != nil {
+					ExtraColumns: extra, Payload: payload}}); err != nil {
 				if domainerr.Has(err, "CONCURRENCY_CONFLICT") {
 					return errConflict // a leg moved (cancelled) meanwhile: reload
 				}
@@ -374,18 +442,15 @@ func (o *Orchestrator) gtidRelease(ctx context.Context, g gtidRow, legs []lane.L
 
 // gtidLegSettledInTx runs in the commit that settles a GTID leg's
 // transfer: the transfer's legs move LEG_DECIDED -> LEG_SETTLED, and when
-// every leg of the GTID is settled the GTID moves GT_DECIDED_TO_SETTLE ->
-// GT_SETTLED (GtidSettled on its chain). The GTID row is locked first
+// every leg of the GTID is settled the GTID moves GT_DECIDED_TO_SETTLE
+// (or GT_SUSPENDED, its suspended legs recovered: its Case is resolved)
+// -> GT_SETTLED (GtidSettled on its chain). The GTID row is locked first
 // (FOR UPDATE on PostgreSQL), so of two legs settling at once the second
 // sees the first.
 func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txid string) error {
-	var gtid string
-	if err := tx.QueryRowContext(ctx, "SELECT gtid FROM GtidLegs WHERE txid = ? LIMIT 1", txid).Scan(&gtid); err != nil {
-		return wrapDB("read leg of "+txid, err)
-	}
-	var state string
-	if err := tx.QueryRowContext(ctx, "SELECT state FROM GtidTransactions WHERE gtid = ?"+tx.ForUpdate(), gtid).Scan(&state); err != nil {
-		return wrapDB("lock gtid", err)
+	gtid, state, err := lockGtidOfLegTx(ctx, tx, txid)
+	if err != nil {
+		return err
 	}
 	legs, err := lane.LegsInTx(ctx, tx, gtid)
 	if err != nil {
@@ -410,16 +475,31 @@ func (o *Orchestrator) gtidLegSettledInTx(ctx context.Context, tx *store.Tx, txi
 	if settled < len(legs) {
 		return nil
 	}
-	_, err = o.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: gtid, From: lane.GtDecidedToSettle, To: lane.GtSettled,
-		EventType: finality.GtidSettled, Payload: map[string]any{"legs_settled": settled},
+	from := state
+	payload := map[string]any{"legs_settled": settled}
+	caseID := ""
+	if from == lane.GtSuspended { // the suspended legs recovered
+		if caseID, err = gtidCaseIDTx(ctx, tx, gtid); err != nil {
+			return err
+		}
+		payload["case_id"] = caseID
+	}
+	res, err := o.lanes.TransitionGtidInTx(ctx, tx, lane.GtidTransition{GTID: gtid, From: from, To: lane.GtSettled,
+		EventType: finality.GtidSettled, Payload: payload,
 		SideUpdates: func(ctx context.Context, tx *store.Tx) error {
 			_, err := tx.ExecContext(ctx, "UPDATE GtidTransactions SET legs_settled_count = ? WHERE gtid = ?", settled, gtid)
 			return err
 		}})
-	if err == nil {
-		o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled)
+	if err != nil || !res.Applied {
+		return err
 	}
-	return err
+	if caseID != "" {
+		if _, err := o.cases.SetState(ctx, tx, caseID, cases.StateResolved, "ZC", caseReasonGtidLegsSettled); err != nil && !domainerr.Has(err, "STATE_GUARD") {
+			return err
+		}
+	}
+	o.log.InfoContext(ctx, "orchestrator.gtid_settled", "gtid", gtid, "legs", settled, "from", string(state))
+	return nil
 }
 
 // sweepGtid cancels the GTIDs still undecided at their expires_at

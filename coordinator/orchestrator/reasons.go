@@ -33,11 +33,14 @@ const (
 
 	// GTID and RTP (docs/gtid-rtp.md): GtidTransactions / RtpRequests
 	// outcomes, in their chains' payloads.
-	ReasonLegNotReady     = "LEG_NOT_READY"          // a leg's bank answered leg-ready-check NG -> GT_DECIDED_CANCEL
-	ReasonGtidTimeout     = "CANCEL_GTID_TIMEOUT"    // legs not all ready by expires_at -> GT_DECIDED_CANCEL
-	ReasonRtpDeclined     = "RTP_DECLINED"           // the payer declined -> DECLINED
-	ReasonRtpTimeout      = "CANCEL_RTP_TIMEOUT"     // not accepted by expires_at -> EXPIRED
-	ReasonRtpNotifyFailed = "RTP_ATTEMPTS_EXHAUSTED" // rtp-notify not delivered in max_attempts -> FAILED
+	ReasonLegNotReady = "LEG_NOT_READY"       // a leg's bank answered leg-ready-check NG -> GT_DECIDED_CANCEL
+	ReasonGtidTimeout = "CANCEL_GTID_TIMEOUT" // legs not all ready by expires_at -> GT_DECIDED_CANCEL
+	// A PAYER leg's amount over its bank's daily limit at the GTID's
+	// precheck -> GT_DECIDED_CANCEL (a transfer is refused at Submit).
+	ReasonDailyLimitExceeded = "DAILY_LIMIT_EXCEEDED"
+	ReasonRtpDeclined        = "RTP_DECLINED"           // the payer declined -> DECLINED
+	ReasonRtpTimeout         = "CANCEL_RTP_TIMEOUT"     // not accepted by expires_at -> EXPIRED
+	ReasonRtpNotifyFailed    = "RTP_ATTEMPTS_EXHAUSTED" // rtp-notify not delivered in max_attempts -> FAILED
 )
 
 // State reason codes of a credit held by the payee bank's incoming-transfer
@@ -110,6 +113,9 @@ var WrittenReasons = map[string]string{
 	ReasonIGSFailed:                FamilyEvent,
 	ReasonLegNotReady:              FamilyEvent,
 	ReasonGtidTimeout:              FamilyWaiting,
+	ReasonDailyLimitExceeded:       FamilyEvent,
+	ReasonGtidLegSuspended:         FamilyWaiting,
+	ReasonGtidLegFailed:            FamilyEvent,
 	ReasonRtpDeclined:              FamilyEvent,
 	ReasonRtpTimeout:               FamilyWaiting,
 	ReasonRtpNotifyFailed:          FamilyEvent,

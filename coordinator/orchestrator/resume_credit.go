@@ -51,7 +51,8 @@ func (o *Orchestrator) creditHeld(ctx context.Context, r txRow, approvalID strin
 		return nil
 	}
 	res, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: r.TxID, From: r.State, To: lane.Suspended,
-		ReasonCode: ReasonSuspendCreditApproval, Payload: map[string]any{"approval_id": approvalID, "payee_bank_id": r.PayeeBank}})
+		ReasonCode: ReasonSuspendCreditApproval, Payload: map[string]any{"approval_id": approvalID, "payee_bank_id": r.PayeeBank},
+		SideUpdates: o.gtidSuspendSide(r.Lane, r.TxID, ReasonSuspendCreditApproval)})
 	if err == nil && res.Applied {
 		o.log.InfoContext(ctx, "orchestrator.credit_held", "txid", r.TxID, "approval_id", approvalID, "payee_bank_id", r.PayeeBank)
 	}

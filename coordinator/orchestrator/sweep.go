@@ -55,7 +55,8 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 	}
 	for _, s := range rows {
 		r, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: s.txid, From: lane.DecidedToSettle, To: lane.Suspended,
-			ReasonCode: ReasonSuspendExecTimeout, Payload: map[string]any{"timeout_sec": int64(to.Exec / time.Second)}})
+			ReasonCode: ReasonSuspendExecTimeout, Payload: map[string]any{"timeout_sec": int64(to.Exec / time.Second)},
+			SideUpdates: o.gtidSuspendSide(s.lane, s.txid, ReasonSuspendExecTimeout)})
 		if err != nil {
 			return res, err
 		}
@@ -69,7 +70,8 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 	}
 	for _, s := range rows {
 		r, err := o.lanes.SuspendTx(ctx, lane.Suspend{TxID: s.txid, From: lane.PayerExecConfirmed, To: lane.Suspended,
-			ReasonCode: ReasonSuspendPayeeProofTimeout, Payload: map[string]any{"timeout_sec": int64(to.PayeeProof / time.Second)}})
+			ReasonCode: ReasonSuspendPayeeProofTimeout, Payload: map[string]any{"timeout_sec": int64(to.PayeeProof / time.Second)},
+			SideUpdates: o.gtidSuspendSide(s.lane, s.txid, ReasonSuspendPayeeProofTimeout)})
 		if err != nil {
 			return res, err
 		}
