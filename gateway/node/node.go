@@ -454,7 +454,11 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		} else if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
 			return nil, err
 		} else if !bal.Found {
-			if err := b.Core.OpenAccount(ctx, a.CoreAccount, a.Name, a.Balance); err != nil {
+			cur := a.Currency
+			if cur == "" {
+				cur = "JPY" // Account.Currency "" is a yen account
+			}
+			if err := b.Core.OpenAccountIn(ctx, a.CoreAccount, a.Name, cur, a.Balance); err != nil {
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
 			}
 		}
