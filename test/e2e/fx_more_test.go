@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"database/sql"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/zcgw/zcgw/coordinator/lane"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/sysmode"
+	"github.com/zcgw/zcgw/jobs/dns"
 )
 
 // Payee-denominated (denomination TO): the payee receives exactly the
@@ -140,4 +144,129 @@ func TestFXRefundReleaseIsRetriedUntilTheBankAnswers(t *testing.T) {
 	}
 	w.checkMoves(before, nil)
 	w.wantChain("gtid", "FXG-RELRETRY", finality.GtidRegistered, finality.GtidDecidedCancel, finality.GtidCancelled)
+}
+
+// position reads a bank's SettlementPositions balance at venue in currency.
+func (w *fxWorld) position(bankID, venue, currency string) (bal int64, found bool) {
+	w.t.Helper()
+	if err := w.zc.Read(w.ctx, func(tx *store.Tx) error {
+		err := tx.QueryRowContext(w.ctx, `SELECT balance FROM SettlementPositions WHERE bank_id = ? AND venue = ? AND currency = ?`,
+			bankID, venue, currency).Scan(&bal)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		found = err == nil
+		return err
+	}); err != nil {
+		w.t.Fatal(err)
+	}
+	return bal, found
+}
+
+// The dollar leg settles at a non-JPY venue: a USD DNS cycle fixes its
+// settlement chain and nets the dollar positions the FX legs left at ZC
+// onto the banks' tokenised central-bank dollar accounts
+// ({bank}-CBT-USD-ETH, venue CB_TOKEN), never on the yen BOJ accounts. The
+// FXP's empty token account holds the cycle (HOLD_ACTIVE) until it is
+// funded; then the cycle settles, every dollar ZC position is zero, the
+// dollars are conserved across the token accounts, and the cycle's chain
+// and its settlement GTID record the venue.
+func TestFXDollarLegSettlesOnTheTokenisedCentralBankVenue(t *testing.T) {
+	w := newFXWorld(t)
+	w.quote(time.Hour)
+	res, err := w.fx.Create(w.ctx, w.request("FXG-CBT", 150_000, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.fx.Claim(w.ctx, "FXG-CBT", res.Secret); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	if r := w.sweep(); r.Finalised != 1 {
+		t.Fatalf("sweep %+v", r)
+	}
+	if p, _ := w.position(fxFXP, dns.VenueZC, "USD"); p != -100_000 {
+		t.Fatalf("FXP dollar ZC position %d, want -100000", p)
+	}
+	if p, _ := w.position(fxPayee, dns.VenueZC, "USD"); p != 100_000 {
+		t.Fatalf("payee bank dollar ZC position %d, want 100000", p)
+	}
+	if err := dns.EnsureSchema(w.ctx, w.zc); err != nil {
+		t.Fatal(err)
+	}
+	svc := dns.New(w.zc, finality.New(w.clk), sysmode.Gate{}, w.clk, nil)
+	day := clock.BusinessDate(w.clk.Now())
+	c, err := svc.OpenCycle(w.ctx, day, "USD")
+	if err != nil || c.SettlementChain != dns.DefaultSettlementChain || c.Venue() != "CBT-ETH" {
+		t.Fatalf("USD cycle %+v %v, want settlement chain ETH", c, err)
+	}
+	k, err := svc.Kick(w.ctx, c.CycleID)
+	if err != nil || !k.Applied || k.TxCount != 1 {
+		t.Fatalf("kick %+v %v, want the dollar leg", k, err)
+	}
+	s, err := svc.Settle(w.ctx, c.CycleID)
+	if err != nil || !s.Held || len(s.Shortfalls) != 1 || s.Shortfalls[0].BankID != fxFXP || s.Shortfalls[0].Required != 100_000 {
+		t.Fatalf("settle with an empty FXP token account: %+v %v", s, err)
+	}
+	if _, found := w.position(fxFXP, dns.VenueBOJ, "USD"); found {
+		t.Fatal("a dollar account was opened at BOJ")
+	}
+	if _, err := svc.FundAndResume(w.ctx, c.CycleID, fxFXP, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(w.ctx, c.CycleID)
+	if err != nil || got.State != dns.StateSettled {
+		t.Fatalf("cycle after funding: %+v %v", got, err)
+	}
+	for _, b := range []struct {
+		bank      string
+		cbt, zcUS int64
+	}{{fxFXP, 0, 0}, {fxPayee, 100_000, 0}} {
+		if p, _ := w.position(b.bank, "CBT-ETH", "USD"); p != b.cbt {
+			t.Errorf("%s CBT-ETH dollars %d, want %d", b.bank, p, b.cbt)
+		}
+		if p, _ := w.position(b.bank, dns.VenueZC, "USD"); p != b.zcUS {
+			t.Errorf("%s dollar ZC position %d after the cycle, want 0", b.bank, p)
+		}
+		if _, found := w.position(b.bank, dns.VenueBOJ, "USD"); found {
+			t.Errorf("%s has a dollar BOJ account", b.bank)
+		}
+	}
+	// The yen leg is the yen cycle's: its ZC positions are untouched.
+	if p, _ := w.position(fxPayer, dns.VenueZC, "JPY"); p != -150_000 {
+		t.Errorf("payer yen ZC position %d, want -150000 (the USD cycle must not touch yen)", p)
+	}
+	var payload string
+	if err := w.zc.Read(w.ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(w.ctx, `SELECT payload_json FROM FinalityLog WHERE gtid = ? AND event_type = ?`,
+			c.CycleID, string(finality.DnsSettled)).Scan(&payload)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Venue           string `json:"venue"`
+		ProofVenue      string `json:"proof_venue"`
+		SettlementChain string `json:"settlement_chain"`
+		Currency        string `json:"currency"`
+	}
+	if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Venue != "CBT-ETH" || ev.ProofVenue != dns.ProofVenueCBToken || ev.SettlementChain != "ETH" || ev.Currency != "USD" {
+		t.Errorf("DnsSettled payload %s", payload)
+	}
+	w.wantChain("gtid", c.CycleID, finality.DnsKicked, finality.DnsHoldActivated, finality.DnsResumed, finality.DnsSettled)
+	legs := map[string]string{}
+	if err := w.zc.Read(w.ctx, func(tx *store.Tx) error {
+		ls, err := lane.LegsInTx(w.ctx, tx, dns.SettlementGTID(c.CycleID))
+		for _, l := range ls {
+			legs[l.BankID] = l.AccountHash + " " + l.Currency + " " + string(l.State)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if legs[fxFXP] != "0009-CBT-USD-ETH USD LEG_SETTLED" || legs[fxPayee] != "0002-CBT-USD-ETH USD LEG_SETTLED" {
+		t.Errorf("settlement GTID legs %v", legs)
+	}
 }
