@@ -93,8 +93,8 @@ type Cycle struct {
 	// SettlementChain is the chain of the tokenised central-bank accounts
 	// a non-JPY cycle settles on ("" for yen: the classic BOJ accounts).
 	SettlementChain string `json:"settlement_chain,omitempty"`
-	CreatedAt       string           `json:"created_at"`
-	UpdatedAt       string           `json:"updated_at,omitempty"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at,omitempty"`
 }
 
 var cycleIDRe = regexp.MustCompile(`^DNS-([A-Z]{3})-(\d{8})-(\d{2})$`)
