@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -134,7 +135,7 @@ func (c *Core) OpenAccountIn(ctx context.Context, account, name, currency string
 	if strings.TrimSpace(account) == "" || strings.TrimSpace(name) == "" {
 		return domainerr.New("MISSING_FIELD", "coresim: account and name are required", nil)
 	}
-	if !validCurrency(currency) {
+	if !bankapi.ValidCurrency(currency) {
 		return domainerr.New("INVALID_CURRENCY", "coresim: currency must be an ISO 4217 code", map[string]any{"account": account, "currency": currency})
 	}
 	if _, err := coreacct.Parse(account); err != nil {
@@ -546,20 +547,6 @@ func nullStr(s string) any {
 		return nil
 	}
 	return s
-}
-
-// validCurrency is an ISO 4217 alphabetic code's shape: three upper-case
-// letters.
-func validCurrency(c string) bool {
-	if len(c) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if c[i] < 'A' || c[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // addAccountCurrency adds CoreAccounts.currency to a database made before
