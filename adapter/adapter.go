@@ -24,8 +24,16 @@ import (
 // travel the MQ transport; an error means "no answer now" (offline,
 // timeout).
 type Inquirer interface {
-	Balance(ctx context.Context, coreAccount string) (int64, error)
+	Balance(ctx context.Context, coreAccount string) (CoreBalance, error)
 	NameCheck(ctx context.Context, coreAccount, name string) (NameResult, error)
+}
+
+// CoreBalance is an account's ledger balance at the core and the
+// currency (ISO 4217) the core keeps the account in, as the core reports
+// them: the adapter never assumes an account is in yen.
+type CoreBalance struct {
+	Ledger   int64
+	Currency string
 }
 
 // NameResult is the core's answer to a name check.

@@ -160,7 +160,7 @@ func (a *Adapter) CustomerAccountHashes(ctx context.Context, customerID string) 
 
 func (a *Adapter) view(s Shadow) AccountView {
 	return AccountView{AccountID: s.CoreAccount, AccountHash: s.Hash, HolderName: s.HolderName, Status: s.Status,
-		Balance: s.CoreBalance, Available: s.Available, Currency: a.currency}
+		Balance: s.CoreBalance, Available: s.Available, Currency: a.accountCurrency(s)}
 }
 
 // Accounts lists the accounts of customerID, or every account of the bank
@@ -207,13 +207,17 @@ func (a *Adapter) AccountBalance(ctx context.Context, customerID, accountID stri
 	if err != nil {
 		return Balance{}, err
 	}
-	out := Balance{AccountID: accountID, Balance: s.CoreBalance, Available: s.Available, Currency: a.currency, AsOf: a.now(), Source: SourceShadow}
+	out := Balance{AccountID: accountID, Balance: s.CoreBalance, Available: s.Available, Currency: a.accountCurrency(s), AsOf: a.now(), Source: SourceShadow}
 	if a.inq != nil {
 		ictx, cancel := context.WithTimeout(ctx, a.inqWait)
 		bal, err := a.inq.Balance(ictx, s.CoreAccount)
 		cancel()
+		if err == nil && bal.Currency != "" && bal.Currency != out.Currency {
+			err = domainerr.New("INVALID_CURRENCY", "the core reports the account in "+bal.Currency+", registered in "+out.Currency,
+				map[string]any{"core_currency": bal.Currency, "currency": out.Currency, "account_hash": s.Hash})
+		}
 		if err == nil {
-			out.Balance, out.Source = bal, SourceCore
+			out.Balance, out.Source = bal.Ledger, SourceCore
 		} else {
 			a.log.WarnContext(ctx, "adapter.balance_from_shadow", "account_hash", s.Hash, "error", err)
 		}

@@ -29,13 +29,18 @@ func (a *Adapter) validate(req bankapi.Request, amounts ...bankapi.Amount) error
 	return nil
 }
 
+// accountCurrency is the currency s is kept in (NULL: the adapter's).
+func (a *Adapter) accountCurrency(s Shadow) string {
+	if s.Currency == "" {
+		return a.currency
+	}
+	return s.Currency
+}
+
 // checkCurrency refuses an amount in another currency than the account's
 // (a yen debit of a dollar account): INVALID_CURRENCY.
 func (a *Adapter) checkCurrency(s Shadow, currency string) error {
-	acct := s.Currency
-	if acct == "" {
-		acct = a.currency
-	}
+	acct := a.accountCurrency(s)
 	if acct != currency {
 		return domainerr.New("INVALID_CURRENCY", fmt.Sprintf("account is kept in %s, the amount is in %s", acct, currency),
 			map[string]any{"field": "amount.currency", "currency": currency, "account_currency": acct, "account_hash": s.Hash})

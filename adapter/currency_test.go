@@ -88,3 +88,46 @@ func TestMigrateAddsAccountCurrency(t *testing.T) {
 	}
 	db.Close()
 }
+
+// The adapter honours the currency the core reports: an account opened
+// from the core without a currency takes the core's, one declared in
+// another currency is refused, the balance a customer reads names the
+// account's currency, and reconciliation of an account the core keeps in
+// another currency than registered reports CURRENCY_MISMATCH instead of
+// comparing amounts of two currencies.
+func TestAdapterHonoursTheCoresCurrency(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Currencies = []string{"USD"} })
+	h.core.set(func(c *fakeCore) {
+		c.balance["0000002"], c.currency["0000002"], c.names["0000002"] = 10_000, "USD", "ヤマダ タロウ"
+		c.balance["0000003"], c.currency["0000003"], c.names["0000003"] = 500, "USD", "ヤマダ タロウ"
+		c.balance["0000004"], c.currency["0000004"], c.names["0000004"] = 500, "EUR", "ヤマダ タロウ"
+	})
+	if err := h.a.OpenAccountFromCore(h.ctx, Account{Hash: "h:usd", CoreAccount: "0000002", HolderName: "ヤマダ タロウ"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.shadow("h:usd"); s.Currency != "USD" || s.CoreBalance != 10_000 {
+		t.Fatalf("account opened from a dollar core account: %+v", s)
+	}
+	err := h.a.OpenAccountFromCore(h.ctx, Account{Hash: "h:x", CoreAccount: "0000003", HolderName: "ヤマダ タロウ", Currency: "JPY"})
+	wantCode(t, err, "INVALID_CURRENCY")
+	err = h.a.OpenAccountFromCore(h.ctx, Account{Hash: "h:eur", CoreAccount: "0000004", HolderName: "ヤマダ タロウ"})
+	wantCode(t, err, "INVALID_CURRENCY") // the bank keeps no euro accounts
+	b, err := h.a.AccountBalance(h.ctx, "", "0000002")
+	if err != nil || b.Currency != "USD" || b.Balance != 10_000 || b.Source != SourceCore {
+		t.Fatalf("balance of the dollar account: %+v %v", b, err)
+	}
+	r, err := h.a.ReconcileAccount(h.ctx, "h:usd")
+	if err != nil || r.Status != ReconMatched {
+		t.Fatalf("recon of the dollar account: %+v %v", r, err)
+	}
+	h.core.set(func(c *fakeCore) { c.currency["0000002"] = "JPY" }) // the core now says otherwise
+	r, err = h.a.ReconcileAccount(h.ctx, "h:usd")
+	if err != nil || r.Status != ReconCurrency {
+		t.Fatalf("recon after the core changed currency: %+v %v", r, err)
+	}
+	wantCode(t, r.Err, "INVALID_CURRENCY")
+	b, err = h.a.AccountBalance(h.ctx, "", "0000002")
+	if err != nil || b.Currency != "USD" || b.Source != SourceShadow {
+		t.Fatalf("a core balance in another currency must not be shown as the account's: %+v %v", b, err)
+	}
+}

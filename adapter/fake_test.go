@@ -21,6 +21,7 @@ import (
 type fakeCore struct {
 	mu       sync.Mutex
 	balance  map[string]int64
+	currency map[string]string // account -> ISO 4217; absent: JPY
 	names    map[string]string
 	applied  map[string]int
 	byRef    map[string]outbox.Posting
@@ -31,7 +32,7 @@ type fakeCore struct {
 }
 
 func newFakeCore() *fakeCore {
-	return &fakeCore{balance: map[string]int64{}, names: map[string]string{}, applied: map[string]int{},
+	return &fakeCore{balance: map[string]int64{}, currency: map[string]string{}, names: map[string]string{}, applied: map[string]int{},
 		byRef: map[string]outbox.Posting{}}
 }
 
@@ -79,17 +80,21 @@ func (c *fakeCore) Lookup(ctx context.Context, ref string) (outbox.LookupResult,
 	return outbox.LookupResult{State: outbox.LookupUnknown}, nil
 }
 
-func (c *fakeCore) Balance(ctx context.Context, account string) (int64, error) {
+func (c *fakeCore) Balance(ctx context.Context, account string) (CoreBalance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.offline {
-		return 0, errors.New("core offline")
+		return CoreBalance{}, errors.New("core offline")
 	}
 	b, ok := c.balance[account]
 	if !ok {
-		return 0, fmt.Errorf("no account %s", account)
+		return CoreBalance{}, fmt.Errorf("no account %s", account)
 	}
-	return b, nil
+	cur := c.currency[account]
+	if cur == "" {
+		cur = "JPY"
+	}
+	return CoreBalance{Ledger: b, Currency: cur}, nil
 }
 
 func (c *fakeCore) NameCheck(ctx context.Context, account, given string) (NameResult, error) {

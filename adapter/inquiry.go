@@ -14,17 +14,24 @@ type CoreLinkInquiry struct{ Link *corelink.Link }
 
 var _ Inquirer = CoreLinkInquiry{}
 
-// Balance is the account's ledger balance at the core. An account the
-// core does not know (status X) is ACCOUNT_NOT_FOUND.
-func (c CoreLinkInquiry) Balance(ctx context.Context, coreAccount string) (int64, error) {
-	b, err := c.Link.Balance(ctx, coreAccount)
+// Balance is the account's ledger balance at the core and its currency.
+// An account the core does not know (status X) is ACCOUNT_NOT_FOUND.
+func (c CoreLinkInquiry) Balance(ctx context.Context, coreAccount string) (CoreBalance, error) {
+	return LinkBalance(ctx, c.Link, coreAccount)
+}
+
+// LinkBalance asks the core over link for coreAccount's ledger balance
+// and currency; an account the core does not know (status X) is
+// ACCOUNT_NOT_FOUND.
+func LinkBalance(ctx context.Context, link *corelink.Link, coreAccount string) (CoreBalance, error) {
+	b, err := link.Balance(ctx, coreAccount)
 	if err != nil {
-		return 0, err
+		return CoreBalance{}, err
 	}
 	if b.Status == "X" {
-		return 0, domainerr.New("ACCOUNT_NOT_FOUND", "the core has no such account", map[string]any{"core_account": coreAccount})
+		return CoreBalance{}, domainerr.New("ACCOUNT_NOT_FOUND", "the core has no such account", map[string]any{"core_account": coreAccount})
 	}
-	return b.Ledger, nil
+	return CoreBalance{Ledger: b.Ledger, Currency: b.Currency}, nil
 }
 
 // NameCheck asks the core whether name is the holder's name.

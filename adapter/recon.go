@@ -16,10 +16,13 @@ import (
 
 // Reconciliation outcomes.
 const (
-	ReconMatched     = "MATCHED"       // core balance == shadow core balance
-	ReconDrift       = "DRIFT"         // a drift is recorded (AdapterReconDrift) with its Case
-	ReconUnsettled   = "UNSETTLED"     // postings in doubt or in an overnight file (CLAIMED/IN_DOUBT/IN_FILE): not comparable now
-	ReconUnavailable = "UNAVAILABLE"   // the core did not answer the balance inquiry
+	ReconMatched     = "MATCHED"     // core balance == shadow core balance
+	ReconDrift       = "DRIFT"       // a drift is recorded (AdapterReconDrift) with its Case
+	ReconUnsettled   = "UNSETTLED"   // postings in doubt or in an overnight file (CLAIMED/IN_DOUBT/IN_FILE): not comparable now
+	ReconUnavailable = "UNAVAILABLE" // the core did not answer the balance inquiry
+	// ReconCurrency: the core keeps the account in another currency than
+	// it is registered in; the balances are not comparable (Err says which).
+	ReconCurrency    = "CURRENCY_MISMATCH"
 	ReconNoCoreValue = "NOT_IN_RESULT" // the result file has no line for the account
 )
 
@@ -132,7 +135,14 @@ func (a *Adapter) observe(ctx context.Context, hash string) (ReconResult, error)
 		a.log.WarnContext(ctx, "adapter.recon_unavailable", "account_hash", hash, "error", err)
 		return r, nil
 	}
-	return a.compare(ctx, hash, core)
+	if cur := a.accountCurrency(acct); core.Currency != "" && core.Currency != cur {
+		r.Status = ReconCurrency
+		r.Err = domainerr.New("INVALID_CURRENCY", "the core keeps the account in "+core.Currency+", registered in "+cur,
+			map[string]any{"core_currency": core.Currency, "currency": cur, "account_hash": hash})
+		a.log.WarnContext(ctx, "adapter.recon_currency_mismatch", "account_hash", hash, "core_currency", core.Currency, "currency", cur)
+		return r, nil
+	}
+	return a.compare(ctx, hash, core.Ledger)
 }
 
 // compare reads the shadow after the core value was obtained.

@@ -145,8 +145,10 @@ func resolveAlias(ctx context.Context, tx *store.Tx, psprRef string) (string, er
 	return hash, nil
 }
 
-// OpenAccountFromCore registers an account with the balance the core
-// reports now (a balance inquiry over the core link).
+// OpenAccountFromCore registers an account with the balance and the
+// currency the core reports now (a balance inquiry over the core link).
+// An account registered without a currency takes the core's; one declared
+// in another currency than the core keeps it in is INVALID_CURRENCY.
 func (a *Adapter) OpenAccountFromCore(ctx context.Context, acct Account) error {
 	if a.inq == nil {
 		return domainerr.New("BANK_ERROR", "no core inquiry link configured", nil)
@@ -155,7 +157,32 @@ func (a *Adapter) OpenAccountFromCore(ctx context.Context, acct Account) error {
 	if err != nil {
 		return domainerr.Wrap("BANK_ERROR", err, "balance inquiry failed", map[string]any{"core_account": acct.CoreAccount})
 	}
-	return a.OpenAccount(ctx, acct, bal)
+	if err := a.coreCurrency(&acct, bal.Currency); err != nil {
+		return err
+	}
+	return a.OpenAccount(ctx, acct, bal.Ledger)
+}
+
+// coreCurrency reconciles the currency acct is registered in with the one
+// the core reports (core == "": a core that does not say): an account
+// without one takes the core's, a different one is INVALID_CURRENCY.
+func (a *Adapter) coreCurrency(acct *Account, core string) error {
+	if core == "" {
+		return nil
+	}
+	declared := acct.Currency
+	if declared == "" {
+		declared = a.currency
+	}
+	if acct.Currency == "" && core != a.currency {
+		acct.Currency = core
+		return nil
+	}
+	if declared != core {
+		return domainerr.New("INVALID_CURRENCY", "the core keeps the account in "+core+", not "+declared,
+			map[string]any{"field": "currency", "currency": declared, "core_currency": core, "core_account": acct.CoreAccount})
+	}
+	return nil
 }
 
 // SetAccountStatus freezes or unfreezes an account.

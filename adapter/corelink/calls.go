@@ -209,6 +209,7 @@ type Balance struct {
 	Ledger    int64
 	Available int64
 	Held      int64
+	Currency  string // ISO 4217 the core keeps the account in ("" when it has no such account)
 }
 
 // Balance asks the core for an account's balances.
@@ -222,7 +223,8 @@ func (l *Link) Balance(ctx context.Context, account string) (Balance, error) {
 		return Balance{}, l.inquiryError("balance", err)
 	}
 	r := reply.Body.(*coremsg.BalanceReply)
-	return Balance{Status: r.AccountStatus, Ledger: r.Ledger, Available: r.Available, Held: r.HeldTotal}, nil
+	return Balance{Status: r.AccountStatus, Ledger: r.Ledger, Available: r.Available, Held: r.HeldTotal,
+		Currency: strings.TrimSpace(r.Currency)}, nil
 }
 
 // HoldResult is the core's answer to a hold or release.

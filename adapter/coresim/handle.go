@@ -90,9 +90,10 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 			return nil, false, err
 		}
 		r := &coremsg.BalanceReply{Branch: b.Branch, AccountType: b.AccountType, AccountNo: b.AccountNo,
-			AccountStatus: "X", Currency: "JPY", AsOf: stamp14}
+			AccountStatus: "X", AsOf: stamp14}
 		if bal.Found && !wrongBank {
 			r.AccountStatus = map[string]string{"OPEN": "N", "CLOSED": "C"}[bal.Status]
+			r.Currency = bal.Currency
 			r.Ledger, r.Available, r.HeldTotal = bal.Balance, bal.Available, bal.Held
 		}
 		body = r

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -92,6 +93,10 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
+	if err := addAccountCurrency(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
+	}
 	c := &Core{bank: cfg.Bank, db: db, postgres: store.IsPostgres(cfg.DBPath), clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch,
 		onlineCh: make(chan struct{})}
 	if c.clk == nil {
@@ -116,11 +121,22 @@ func (c *Core) Bank() string { return c.bank }
 // DB is the core's database, for tests and reports that read journal rows.
 func (c *Core) DB() *store.DB { return c.db }
 
-// OpenAccount opens an account with its holder name and opening balance
-// (a production operation: the opening balance is journalled as such).
+// OpenAccount opens a yen account with its holder name and opening
+// balance (a production operation: the opening balance is journalled as
+// such).
 func (c *Core) OpenAccount(ctx context.Context, account, name string, opening int64) error {
+	return c.OpenAccountIn(ctx, account, name, "JPY", opening)
+}
+
+// OpenAccountIn opens an account kept in currency (ISO 4217): a
+// foreign-currency deposit (外貨普通預金) is an account of its own, and the
+// core reports its currency on every balance inquiry.
+func (c *Core) OpenAccountIn(ctx context.Context, account, name, currency string, opening int64) error {
 	if strings.TrimSpace(account) == "" || strings.TrimSpace(name) == "" {
 		return domainerr.New("MISSING_FIELD", "coresim: account and name are required", nil)
+	}
+	if !bankapi.ValidCurrency(currency) {
+		return domainerr.New("INVALID_CURRENCY", "coresim: currency must be an ISO 4217 code", map[string]any{"account": account, "currency": currency})
 	}
 	if _, err := coreacct.Parse(account); err != nil {
 		return domainerr.New("INVALID_REQUEST", "coresim: "+err.Error(), map[string]any{"account": account})
@@ -130,8 +146,8 @@ func (c *Core) OpenAccount(ctx context.Context, account, name string, opening in
 	}
 	now := clock.Stamp(c.clk.Now())
 	return c.db.Write(ctx, func(tx *store.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO CoreAccounts (account, name, balance, opened_at, updated_at)
-			VALUES (?, ?, ?, ?, ?)`, account, name, opening, now, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO CoreAccounts (account, name, balance, currency, opened_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, account, name, opening, currency, now, now); err != nil {
 			return fmt.Errorf("coresim: open account %s: %w", coreacct.Mask(account), err)
 		}
 		if opening > 0 {
@@ -341,15 +357,16 @@ type BalanceOut struct {
 	Available int64
 	Name      string
 	Status    string
+	Currency  string // ISO 4217 the account is kept in
 }
 
 func (c *Core) balance(ctx context.Context, q interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }, account string) (BalanceOut, error) {
 	var out BalanceOut
-	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status,
+	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status, a.currency,
 		(SELECT COALESCE(SUM(amount),0) FROM CoreHolds h WHERE h.account = a.account AND h.status = 'ACTIVE')
-		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Held)
+		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Currency, &out.Held)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
@@ -530,4 +547,26 @@ func nullStr(s string) any {
 		return nil
 	}
 	return s
+}
+
+// addAccountCurrency adds CoreAccounts.currency to a database made before
+// the core kept foreign-currency accounts: every existing account was a
+// yen account.
+func addAccountCurrency(ctx context.Context, db *store.DB) error {
+	var has bool
+	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
+		has, err = store.ColumnExists(ctx, tx, "CoreAccounts", "currency")
+		return err
+	}); err != nil || has {
+		return err
+	}
+	return db.Write(ctx, func(tx *store.Tx) error {
+		if has, err := store.ColumnExists(ctx, tx, "CoreAccounts", "currency"); err != nil || has {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE CoreAccounts ADD COLUMN currency TEXT NOT NULL DEFAULT 'JPY'`); err != nil {
+			return fmt.Errorf("migrate: add CoreAccounts.currency: %w", err)
+		}
+		return nil
+	})
 }

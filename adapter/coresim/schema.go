@@ -7,6 +7,7 @@ CREATE TABLE IF NOT EXISTS CoreAccounts (
   name        TEXT    NOT NULL,
   balance     INTEGER NOT NULL CHECK (balance >= 0),
   status      TEXT    NOT NULL DEFAULT 'OPEN' CHECK (status IN ('OPEN','CLOSED')),
+  currency    TEXT    NOT NULL DEFAULT 'JPY', -- ISO 4217: a foreign-currency deposit is an account of its own
   opened_at   TEXT    NOT NULL,
   updated_at  TEXT    NOT NULL
 );

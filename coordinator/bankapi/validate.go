@@ -82,15 +82,20 @@ func ValidateAmount(cmd Command, field string, a Amount) error {
 	if a.Currency == "" {
 		return missing(cmd, field+".currency")
 	}
-	if len(a.Currency) != 3 || !upper(a.Currency) {
+	if !ValidCurrency(a.Currency) {
 		return invalid(cmd, field+".currency", fmt.Sprintf("must be an ISO 4217 code, got %q", a.Currency))
 	}
 	return nil
 }
 
-func upper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
+// ValidCurrency reports whether c has the shape of an ISO 4217 alphabetic
+// code: three upper-case letters.
+func ValidCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if c[i] < 'A' || c[i] > 'Z' {
 			return false
 		}
 	}

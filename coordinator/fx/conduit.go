@@ -15,6 +15,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/idem"
 	"github.com/zcgw/zcgw/coordinator/lane"
+	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
 
@@ -492,15 +493,15 @@ func (f *FX) Refund(ctx context.Context, gtid string) (RefundResult, error) {
 
 // refund moves the transfer to REFUNDED in one write transaction: leg
 // locks LOCKED -> REFUNDED, H released, GtidLegs cancelled, the GTID
-// GT_DECIDED_CANCEL -> GT_CANCELLED; then each paying bank's hold is
-// released (release-reserve). force skips the claimability check (a leg
-// lock that failed at a bank).
+// GT_DECIDED_CANCEL -> GT_CANCELLED, and each paying bank's hold handed
+// to the orchestrator's RELEASE work item (release-reserve, retried until
+// the bank answers). force skips the claimability check (a leg lock that
+// failed at a bank).
 func (f *FX) refund(ctx context.Context, gtid string, reason RefundReason, force bool) (RefundResult, error) {
 	var out RefundResult
-	var holds []legProof
 	var legTx []string
 	err := f.db.Write(ctx, func(tx *store.Tx) error {
-		holds, legTx = nil, nil
+		legTx = nil
 		t, err := getTransferTx(ctx, tx, gtid)
 		if err != nil {
 			return err
@@ -553,8 +554,16 @@ func (f *FX) refund(ctx context.Context, gtid string, reason RefundReason, force
 			}
 			if g.Role == lane.LegPayer && g.BankProofRef != "" {
 				var p legProof
-				if json.Unmarshal([]byte(g.BankProofRef), &p) == nil && p.ReservationRef != "" {
-					holds = append(holds, p)
+				if err := json.Unmarshal([]byte(g.BankProofRef), &p); err != nil {
+					return fmt.Errorf("fx: hold of leg %s: %w", g.LegID, err)
+				}
+				if p.ReservationRef != "" {
+					if f.accept == nil {
+						return errors.New("fx: no LegAcceptor configured to release the legs' holds")
+					}
+					if err := f.accept.ReleaseHoldInTx(ctx, tx, orchestrator.LaneGtid, p.TxID, p.ReservationRef); err != nil {
+						return err
+					}
 				}
 			}
 			if _, err := f.lanes.TransitionLegInTx(ctx, tx, lane.LegTransition{LegID: g.LegID, GTID: gtid, From: g.State, To: lane.LegCancelled}); err != nil {
@@ -585,15 +594,7 @@ func (f *FX) refund(ctx context.Context, gtid string, reason RefundReason, force
 		return out, nil // refunded before: nothing more to do
 	}
 	f.log.InfoContext(ctx, "fx.transfer_refunded", "gtid", gtid, "reason", string(reason), "leg_txids", strings.Join(legTx, ","))
-	var errs []error
-	for _, h := range holds {
-		var rr bankapi.ReleaseReserveResponse
-		if err := f.banks.Call(ctx, h.BankID, &bankapi.ReleaseReserveRequest{RequestIDValue: requestID(h.TxID, bankapi.ReleaseReserve),
-			TxID: h.TxID, ReservationRef: h.ReservationRef}, &rr); err != nil {
-			errs = append(errs, fmt.Errorf("fx: release hold %s at %s: %w", h.ReservationRef, h.BankID, err))
-		}
-	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
 // notFound is GTID_NOT_FOUND for an unknown FX transfer.

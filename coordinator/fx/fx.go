@@ -18,18 +18,24 @@ import (
 // LegAcceptor takes a materialised, decided leg transfer over inside the
 // caller's transaction (*orchestrator.Orchestrator implements it): the
 // legs then settle through the banks' adapters like any transfer.
+//
+// It also gives a refunded leg's hold back: ReleaseHoldInTx records the
+// release-reserve and queues a RELEASE work item in the refund's commit,
+// so a paying bank not reached is asked again until it answers.
 type LegAcceptor interface {
 	AcceptDecidedLegInTx(ctx context.Context, tx *store.Tx, txid, issuer, bankRes string) error
+	ReleaseHoldInTx(ctx context.Context, tx *store.Tx, laneName, txid, reservationRef string) error
 }
 
 // Config assembles an FX service.
 type Config struct {
 	DB    *store.DB
 	Lanes *lane.Lanes
-	// Banks reaches the banks' ingress (reserve-funds, leg-ready-check,
-	// release-reserve): the orchestrator's port.
+	// Banks reaches the banks' ingress (reserve-funds, leg-ready-check):
+	// the orchestrator's port.
 	Banks orchestrator.Banks
-	// Legs takes decided legs over (the orchestrator).
+	// Legs takes decided legs over and releases refunded legs' holds
+	// (the orchestrator).
 	Legs   LegAcceptor
 	Clock  clock.Clock  // nil: the system clock
 	Logger *slog.Logger // nil: discard

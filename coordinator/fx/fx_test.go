@@ -263,3 +263,96 @@ func TestTimelocksAreStaggered(t *testing.T) {
 		t.Errorf("claim deadline %s", d)
 	}
 }
+
+// Backward conversion rounds up, and never lets the FXP pay out more than
+// its rate gives for what it receives: Convert(ConvertBack(a, r), r) >= a
+// for every amount, and one unit less would not buy a.
+func TestConvertBackRoundsUpAndNeverCreatesMoney(t *testing.T) {
+	for _, c := range []struct {
+		amount, rate, want int64
+		code               string
+	}{
+		{100_000, 66_666_667, 150_000, ""}, // $1,000.00 at 150 yen/USD: 149999.99925 -> 150000
+		{100_000, 66_666_666, 150_001, ""}, // 150000.0015 -> 150001: the payer covers the fraction
+		{1, 150_000_000, 1, ""},            // 1 yen costs 0.67 cent -> 1 cent
+		{3, 150_000_000, 2, ""},            // 3 yen cost 2 cents exactly
+		{9_000_000_000_000_000_000, 1, 0, "INVALID_AMOUNT"},
+		{0, 1, 0, "INVALID_AMOUNT"},
+		{1, 0, 0, "INVALID_AMOUNT"},
+	} {
+		got, err := ConvertBack(c.amount, c.rate)
+		if c.code != "" {
+			if code(err) != c.code {
+				t.Errorf("ConvertBack(%d, %d) error %v, want %s", c.amount, c.rate, err, c.code)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ConvertBack(%d, %d) = %d, %v, want %d", c.amount, c.rate, got, err, c.want)
+		}
+	}
+	for _, rate := range []int64{66_666_667, 66_666_666, 150_000_000, 1_234_567, 99_999_999_999} {
+		for a := int64(1); a < 3000; a += 7 {
+			from, err := ConvertBack(a, rate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if to, _ := Convert(from, rate); to < a {
+				t.Fatalf("rate %d: %d buys %d < %d: the FXP would pay money it was not paid for", rate, from, to, a)
+			}
+			if from > 1 {
+				if to, _ := Convert(from-1, rate); to >= a {
+					t.Fatalf("rate %d: %d is not the least that buys %d (%d does)", rate, from, a, from-1)
+				}
+			}
+		}
+	}
+}
+
+// Denomination TO fixes what the payee receives: the payer's amount is
+// priced backward hop by hop (rounding up), the cheapest route for the
+// payer wins, a bridge is priced last hop first, and the quote's bounds
+// apply to what each FXP buys.
+func TestFindBestRoutePayeeDenominated(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, "901", "JPY", "USD", 66_000_000, time.Hour) // $1 costs 151.52 yen
+	e.put(t, "902", "JPY", "USD", 66_500_000, time.Hour) // $1 costs 150.38 yen: cheaper
+	r, err := e.fx.Quote(e.ctx, QuoteRequest{FromCurrency: "JPY", ToCurrency: "USD", Amount: 100_000, Denomination: DenominationTo})
+	// 100000 x 1e8 / 66500000 = 150375.9... -> 150376
+	if err != nil || len(r.Hops) != 1 || r.Hops[0].FxpBankID != "902" || r.AmountTo != 100_000 || r.AmountFrom != 150_376 ||
+		r.Denomination != DenominationTo || r.Hops[0].AmountFrom != 150_376 || r.Hops[0].AmountTo != 100_000 {
+		t.Fatalf("direct: %+v %v", r, err)
+	}
+	if got, _ := Convert(r.AmountFrom, r.Hops[0].Rate); got < r.AmountTo {
+		t.Fatalf("the FXP pays %d for what buys %d", r.AmountTo, got)
+	}
+	// JPY -> EUR 0.62 euro cent per yen, EUR -> USD 1.10: $1,000.00 costs
+	// ceil(100000/1.10) = 90910 euro cents, which cost ceil(90910/0.62) =
+	// 146630 yen: cheaper than the direct 150376, so the bridge wins.
+	e.put(t, "901", "JPY", "EUR", 62_000_000, time.Hour)
+	e.put(t, "902", "EUR", "USD", 110_000_000, time.Hour)
+	r, err = e.fx.Quote(e.ctx, QuoteRequest{FromCurrency: "JPY", ToCurrency: "USD", Amount: 100_000, Denomination: DenominationTo})
+	wantEUR, _ := ConvertBack(100_000, 110_000_000)
+	wantJPY, _ := ConvertBack(wantEUR, 62_000_000)
+	if err != nil || len(r.Hops) != 2 || wantEUR != 90_910 || wantJPY != 146_630 || r.Hops[1].AmountFrom != wantEUR ||
+		r.Hops[0].AmountTo != wantEUR || r.AmountFrom != wantJPY || r.AmountTo != 100_000 {
+		t.Fatalf("bridge (want %d EUR, %d JPY): %+v %v", wantEUR, wantJPY, r, err)
+	}
+	zero := 0
+	if r, err = e.fx.Quote(e.ctx, QuoteRequest{FromCurrency: "JPY", ToCurrency: "USD", Amount: 100_000, Denomination: DenominationTo,
+		MaxBridgeHops: &zero}); err != nil || len(r.Hops) != 1 || r.AmountFrom != 150_376 {
+		t.Fatalf("max_bridge_hops 0: %+v %v", r, err)
+	}
+	maxAmt := int64(150_000) // 902 buys at most 150000 yen: $1,000.00 needs 150376
+	if _, err := e.fx.PutRate(e.ctx, RateRequest{FxpBankID: "902", FromCurrency: "JPY", ToCurrency: "USD", Rate: 66_500_000,
+		MaxAmount: &maxAmt, ValidTo: clock.Stamp(t0.Add(time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = e.fx.Quote(e.ctx, QuoteRequest{FromCurrency: "JPY", ToCurrency: "USD", Amount: 100_000, Denomination: DenominationTo,
+		MaxBridgeHops: &zero}); err != nil || r.Hops[0].FxpBankID != "901" || r.AmountFrom != 151_516 {
+		t.Fatalf("902 capped at 150000 yen: %+v %v", r, err)
+	}
+	if _, err := e.fx.Quote(e.ctx, QuoteRequest{FromCurrency: "JPY", ToCurrency: "USD", Amount: 1, Denomination: "BOTH"}); code(err) != "INVALID_REQUEST" {
+		t.Fatalf("unknown denomination: %v", err)
+	}
+}

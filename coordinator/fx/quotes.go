@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/participants"
@@ -44,17 +45,7 @@ type RateRequest struct {
 }
 
 // ValidCurrency reports whether c has the shape of an ISO 4217 code.
-func ValidCurrency(c string) bool {
-	if len(c) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if c[i] < 'A' || c[i] > 'Z' {
-			return false
-		}
-	}
-	return true
-}
+func ValidCurrency(c string) bool { return bankapi.ValidCurrency(c) }
 
 func invalidRate(field, why string, v any) error {
 	return domainerr.New("INVALID_FX_RATE", why, map[string]any{"field": field, "value": v})

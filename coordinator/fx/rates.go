@@ -29,6 +29,28 @@ func Convert(amount, rate int64) (int64, error) {
 	return p.Int64(), nil
 }
 
+// ConvertBack is the source amount that buys amount of the target at
+// rate: amount x RateScale / rate rounded up (backward conversion, 001
+// §17.4 backward=ceil). The FXP then receives at least what the rate asks
+// for the amount it pays: Convert(ConvertBack(a, r), r) >= a, so a
+// payee-denominated transfer never makes the FXP pay out money it was not
+// paid for. Exact for every int64 input; beyond int64 is INVALID_AMOUNT.
+func ConvertBack(amount, rate int64) (int64, error) {
+	if amount <= 0 || rate <= 0 {
+		return 0, domainerr.New("INVALID_AMOUNT", "conversion needs a positive amount and rate",
+			map[string]any{"amount": amount, "rate": rate})
+	}
+	p := new(big.Int).Mul(big.NewInt(amount), big.NewInt(RateScale))
+	q, m := new(big.Int).QuoRem(p, big.NewInt(rate), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		return 0, domainerr.New("INVALID_AMOUNT", "converted amount out of range", map[string]any{"amount": amount, "rate": rate})
+	}
+	return q.Int64(), nil
+}
+
 // EffectiveRate is amountTo / amountFrom x RateScale rounded down: what
 // the payer actually got, every hop's rounding included.
 func EffectiveRate(amountFrom, amountTo int64) int64 {

@@ -25,8 +25,12 @@ type Hop struct {
 // Route is a priced path from the payer's currency to the payee's: one hop
 // (direct) or two (through one bridge currency).
 type Route struct {
-	FromCurrency  string `json:"from_currency"`
-	ToCurrency    string `json:"to_currency"`
+	FromCurrency string `json:"from_currency"`
+	ToCurrency   string `json:"to_currency"`
+	// Denomination says which amount was fixed: FROM (the payer's; the
+	// payee's is priced forward, rounding down) or TO (the payee's; the
+	// payer's is priced backward, rounding up).
+	Denomination  string `json:"denomination"`
 	AmountFrom    int64  `json:"amount_from"`
 	AmountTo      int64  `json:"amount_to"`
 	EffectiveRate int64  `json:"effective_rate"`
@@ -46,7 +50,7 @@ func (r Route) QuoteIDs() []string {
 }
 
 // QuoteRequest is POST /api/fx/quote. The amount is in the payer's
-// currency (denomination "FROM", the only one implemented: docs/fx.md).
+// currency (denomination "FROM", the default) or the payee's ("TO").
 type QuoteRequest struct {
 	FromCurrency  string `json:"from_currency"`
 	ToCurrency    string `json:"to_currency"`
@@ -56,7 +60,13 @@ type QuoteRequest struct {
 }
 
 // Denominations accepted by QuoteRequest / TransferRequest.
-const DenominationFrom = "FROM"
+const (
+	DenominationFrom = "FROM" // amount is what the payer pays
+	DenominationTo   = "TO"   // amount is what the payee receives
+)
+
+// payeeFixed reports whether the request fixes the payee's amount.
+func (q QuoteRequest) payeeFixed() bool { return q.Denomination == DenominationTo }
 
 func (q QuoteRequest) check() error {
 	switch {
@@ -68,8 +78,8 @@ func (q QuoteRequest) check() error {
 		return domainerr.New("INVALID_CURRENCY", "from_currency and to_currency must differ", map[string]any{"field": "to_currency", "value": q.ToCurrency})
 	case q.Amount <= 0:
 		return domainerr.New("INVALID_AMOUNT", "amount must be a positive integer of minor units", map[string]any{"field": "amount", "value": q.Amount})
-	case q.Denomination != "" && q.Denomination != DenominationFrom:
-		return domainerr.New("INVALID_REQUEST", "denomination must be FROM (the payer's currency)", map[string]any{"field": "denomination", "value": q.Denomination})
+	case q.Denomination != "" && q.Denomination != DenominationFrom && q.Denomination != DenominationTo:
+		return domainerr.New("INVALID_REQUEST", "denomination must be FROM (the payer's amount) or TO (the payee's)", map[string]any{"field": "denomination", "value": q.Denomination})
 	case q.MaxBridgeHops != nil && (*q.MaxBridgeHops < 0 || *q.MaxBridgeHops > 1):
 		return domainerr.New("INVALID_REQUEST", "max_bridge_hops must be 0 or 1", map[string]any{"field": "max_bridge_hops", "value": *q.MaxBridgeHops})
 	}
@@ -91,6 +101,8 @@ func (f *FX) Quote(ctx context.Context, req QuoteRequest) (Route, error) {
 	return r, err
 }
 
+// hop prices q forward: the FXP buys amount and pays it converted,
+// rounded down. The quote's bounds apply to the amount it buys.
 func hop(q Quote, amount int64) (Hop, bool) {
 	if amount < q.MinAmount || (q.MaxAmount != nil && amount > *q.MaxAmount) {
 		return Hop{}, false
@@ -103,8 +115,24 @@ func hop(q Quote, amount int64) (Hop, bool) {
 		Rate: q.Rate, AmountFrom: amount, AmountTo: to, ValidTo: q.ValidTo}, true
 }
 
+// hopBack prices q backward: the FXP pays exactly amount and buys what
+// that costs at its rate, rounded up (ConvertBack). The quote's bounds
+// apply to the amount it buys, as forward.
+func hopBack(q Quote, amount int64) (Hop, bool) {
+	from, err := ConvertBack(amount, q.Rate)
+	if err != nil || from < q.MinAmount || (q.MaxAmount != nil && from > *q.MaxAmount) {
+		return Hop{}, false
+	}
+	return Hop{QuoteID: q.QuoteID, FxpBankID: q.FxpBankID, FromCurrency: q.FromCurrency, ToCurrency: q.ToCurrency,
+		Rate: q.Rate, AmountFrom: from, AmountTo: amount, ValidTo: q.ValidTo}, true
+}
+
 func route(req QuoteRequest, hops ...Hop) Route {
-	r := Route{FromCurrency: req.FromCurrency, ToCurrency: req.ToCurrency, AmountFrom: req.Amount,
+	den := DenominationFrom
+	if req.payeeFixed() {
+		den = DenominationTo
+	}
+	r := Route{FromCurrency: req.FromCurrency, ToCurrency: req.ToCurrency, Denomination: den, AmountFrom: hops[0].AmountFrom,
 		AmountTo: hops[len(hops)-1].AmountTo, Hops: hops, ValidTo: hops[0].ValidTo}
 	for _, h := range hops[1:] {
 		if h.ValidTo < r.ValidTo {
@@ -115,12 +143,16 @@ func route(req QuoteRequest, hops ...Hop) Route {
 	return r
 }
 
-// better orders candidate routes: more for the payee first, then fewer
-// hops, then the quote that stays valid longer, then quote ids (so the
-// choice is deterministic).
+// better orders candidate routes: more for the payee first (or, with the
+// payee's amount fixed, less for the payer), then fewer hops, then the
+// quote that stays valid longer, then quote ids (so the choice is
+// deterministic).
 func better(a, b Route) bool {
 	if a.AmountTo != b.AmountTo {
 		return a.AmountTo > b.AmountTo
+	}
+	if a.AmountFrom != b.AmountFrom {
+		return a.AmountFrom < b.AmountFrom
 	}
 	if len(a.Hops) != len(b.Hops) {
 		return len(a.Hops) < len(b.Hops)
@@ -139,7 +171,8 @@ func better(a, b Route) bool {
 // findBestRoute is findBestRoute of 001 §17.4: every live direct quote,
 // and (max_bridge_hops >= 1, the default) every pair of live quotes
 // from -> X -> to through one bridge currency X, priced hop by hop with
-// forward (floor) rounding; the best for the payee wins.
+// forward (floor) rounding from the payer's amount, or (denomination TO)
+// backward (ceil) from the payee's; the best for the payer and payee wins.
 func findBestRoute(ctx context.Context, tx *store.Tx, now time.Time, req QuoteRequest) (Route, error) {
 	quotes, err := liveQuotes(ctx, tx, now, "", "")
 	if err != nil {
@@ -149,6 +182,23 @@ func findBestRoute(ctx context.Context, tx *store.Tx, now time.Time, req QuoteRe
 	if req.MaxBridgeHops != nil {
 		maxHops = *req.MaxBridgeHops
 	}
+	var cands []Route
+	if req.payeeFixed() {
+		cands = backwardRoutes(req, quotes, maxHops)
+	} else {
+		cands = forwardRoutes(req, quotes, maxHops)
+	}
+	if len(cands) == 0 {
+		return Route{}, domainerr.New("FX_NO_ROUTE", "no live quote converts "+req.FromCurrency+" to "+req.ToCurrency+" for this amount",
+			map[string]any{"from_currency": req.FromCurrency, "to_currency": req.ToCurrency, "amount": req.Amount})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return better(cands[i], cands[j]) })
+	return cands[0], nil
+}
+
+// forwardRoutes prices every candidate route from the payer's amount,
+// hop by hop in payment order.
+func forwardRoutes(req QuoteRequest, quotes []Quote, maxHops int) []Route {
 	var cands []Route
 	for _, q := range quotes {
 		if q.FromCurrency != req.FromCurrency {
@@ -174,10 +224,37 @@ func findBestRoute(ctx context.Context, tx *store.Tx, now time.Time, req QuoteRe
 			}
 		}
 	}
-	if len(cands) == 0 {
-		return Route{}, domainerr.New("FX_NO_ROUTE", "no live quote converts "+req.FromCurrency+" to "+req.ToCurrency+" for this amount",
-			map[string]any{"from_currency": req.FromCurrency, "to_currency": req.ToCurrency, "amount": req.Amount})
+	return cands
+}
+
+// backwardRoutes prices every candidate route from the payee's amount:
+// the last hop first (the FXP pays req.Amount exactly), each hop upstream
+// buying what the next one pays.
+func backwardRoutes(req QuoteRequest, quotes []Quote, maxHops int) []Route {
+	var cands []Route
+	for _, q := range quotes {
+		if q.ToCurrency != req.ToCurrency {
+			continue
+		}
+		last, ok := hopBack(q, req.Amount)
+		if !ok {
+			continue
+		}
+		if q.FromCurrency == req.FromCurrency {
+			cands = append(cands, route(req, last))
+			continue
+		}
+		if maxHops < 1 {
+			continue
+		}
+		for _, q1 := range quotes {
+			if q1.FromCurrency != req.FromCurrency || q1.ToCurrency != q.FromCurrency {
+				continue
+			}
+			if first, ok := hopBack(q1, last.AmountFrom); ok {
+				cands = append(cands, route(req, first, last))
+			}
+		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return better(cands[i], cands[j]) })
-	return cands[0], nil
+	return cands
 }

@@ -702,6 +702,8 @@ func (o *Orchestrator) work(ctx context.Context, it Item) error {
 		return o.driveGtid(ctx, it.TxID)
 	case KindRtp:
 		return o.driveRtp(ctx, it.TxID)
+	case KindRelease:
+		return o.releaseStep(ctx, it.TxID)
 	}
 	return domainerr.New("INVARIANT_VIOLATION", "unknown work item kind", map[string]any{"kind": it.Kind})
 }

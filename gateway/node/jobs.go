@@ -40,8 +40,26 @@ func (n *Node) registerAllJobs(ctx context.Context, reg *scheduler.Registry, clk
 	}
 	var err error
 	n.DNS, n.Windows, err = jobs.RegisterDNSAndWindows(ctx, reg, jobs.DNSAndWindowDeps{DB: n.DB, FinalityLog: n.FinalityLog,
-		Gate: sysmode.Gate{}, Clock: clk, Logger: log, Acceptor: n.Orchestrator})
+		Gate: sysmode.Gate{}, Clock: clk, Logger: log, Acceptor: n.Orchestrator, Currencies: n.dnsCurrencies()})
 	return err
+}
+
+// dnsCurrencies are the currencies the node runs DNS cycles in: yen, and
+// every further currency a bank keeps accounts in (the FX legs leave
+// positions at ZC in them; a non-JPY cycle settles them on the tokenised
+// central-bank accounts of its chain, jobs/dns venue.go).
+func (n *Node) dnsCurrencies() []string {
+	out := []string{"JPY"}
+	seen := map[string]bool{"JPY": true}
+	for _, bc := range n.Config.Banks {
+		for _, c := range bc.Currencies {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // JobCatalog lists the jobs a node on dataDir has a body for, without

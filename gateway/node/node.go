@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zcgw/zcgw/coordinator/finality"
-	"github.com/zcgw/zcgw/formats/coreacct"
 	"github.com/zcgw/zcgw/jobs/batchwindow"
 	"github.com/zcgw/zcgw/jobs/dns"
 	"github.com/zcgw/zcgw/jobs/overnight"
@@ -171,12 +170,8 @@ type Node struct {
 
 type inquiry struct{ l *corelink.Link }
 
-func (i inquiry) Balance(ctx context.Context, acct string) (int64, error) {
-	b, err := i.l.Balance(ctx, acct)
-	if err == nil && b.Status == "X" {
-		return 0, domainerr.New("ACCOUNT_NOT_FOUND", "core has no account "+coreacct.Mask(acct), nil)
-	}
-	return b.Ledger, err
+func (i inquiry) Balance(ctx context.Context, acct string) (adapter.CoreBalance, error) {
+	return adapter.LinkBalance(ctx, i.l, acct)
 }
 
 func (i inquiry) NameCheck(ctx context.Context, acct, name string) (adapter.NameResult, error) {
@@ -459,7 +454,11 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 		} else if bal, err := b.Core.Balance(ctx, a.CoreAccount); err != nil {
 			return nil, err
 		} else if !bal.Found {
-			if err := b.Core.OpenAccount(ctx, a.CoreAccount, a.Name, a.Balance); err != nil {
+			cur := a.Currency
+			if cur == "" {
+				cur = "JPY" // Account.Currency "" is a yen account
+			}
+			if err := b.Core.OpenAccountIn(ctx, a.CoreAccount, a.Name, cur, a.Balance); err != nil {
 				return nil, fmt.Errorf("account %s: %w", a.Hash, err)
 			}
 		}

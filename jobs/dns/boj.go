@@ -12,8 +12,11 @@ import (
 )
 
 // The simulated central-bank current accounts are the SettlementPositions
-// rows with venue 'BOJ' (one per bank and currency) — the same accounts
-// the HIGH_VALUE lane settles on, so a bank has one central-bank balance.
+// rows with venue 'BOJ' (yen, one per bank) — the same accounts the
+// HIGH_VALUE lane settles on, so a bank has one central-bank balance —
+// and, for any other currency, venue 'CBT-{CHAIN}' (the tokenised current
+// account {bank}-CBT-{CCY}-{CHAIN} at that currency's central bank,
+// venue.go).
 // The venue 'ZC' rows are the coordinator's open net positions: the
 // orchestrator moves them (payer -amount, payee +amount) when a non
 // HIGH_VALUE transfer settles, and a DNS settlement takes each bank's
@@ -27,49 +30,53 @@ const VenueZC = "ZC"
 // Account is one bank's central-bank balance (GET /internal/boj-positions).
 type Account struct {
 	BankID    string `json:"bank_id"`
+	Venue     string `json:"venue"` // BOJ, or CBT-{CHAIN}
 	Currency  string `json:"currency"`
 	Balance   int64  `json:"balance"`
 	UpdatedAt string `json:"updated_at"`
 }
 
-func balanceOf(ctx context.Context, tx *store.Tx, bankID, currency string) (int64, error) {
+func balanceOf(ctx context.Context, tx *store.Tx, venue, bankID, currency string) (int64, error) {
 	var b int64
-	err := tx.QueryRowContext(ctx, `SELECT balance FROM SettlementPositions WHERE bank_id = ? AND venue = 'BOJ' AND currency = ?`,
-		bankID, currency).Scan(&b)
+	err := tx.QueryRowContext(ctx, `SELECT balance FROM SettlementPositions WHERE bank_id = ? AND venue = ? AND currency = ?`,
+		bankID, venue, currency).Scan(&b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("dns: BOJ balance of %s: %w", bankID, err)
+		return 0, fmt.Errorf("dns: %s balance of %s: %w", venue, bankID, err)
 	}
 	return b, nil
 }
 
-func ensureAccount(ctx context.Context, tx *store.Tx, bankID, currency, now string) error {
+func ensureAccount(ctx context.Context, tx *store.Tx, venue, bankID, currency, now string) error {
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO SettlementPositions (bank_id, venue, currency, balance, updated_at)
-		VALUES (?, 'BOJ', ?, 0, ?)`, bankID, currency, now); err != nil {
-		return fmt.Errorf("dns: open BOJ account of %s: %w", bankID, err)
+		VALUES (?, ?, ?, 0, ?)`, bankID, venue, currency, now); err != nil {
+		return fmt.Errorf("dns: open %s account of %s: %w", venue, bankID, err)
 	}
 	return nil
 }
 
 // postNet posts one bank's net position of a cycle exactly once (the
 // DnsSettlementPostings key (cycle, bank) refuses a second posting): the
-// BOJ balance moves by amount, guarded so that a debit never takes it below
-// zero, and the bank's open ZC position moves by -amount.
-func postNet(ctx context.Context, tx *store.Tx, cycleID, bankID, currency string, amount int64, now string) (after int64, posted bool, err error) {
-	if err := ensureAccount(ctx, tx, bankID, currency, now); err != nil {
+// bank's central-bank balance at the cycle's venue moves by amount,
+// guarded so that a debit never takes it below zero, and the bank's open
+// ZC position moves by -amount.
+func postNet(ctx context.Context, tx *store.Tx, c Cycle, bankID string, amount int64, now string) (after int64, posted bool, err error) {
+	cycleID, currency, venue := c.CycleID, c.Currency, c.Venue()
+	if err := ensureAccount(ctx, tx, venue, bankID, currency, now); err != nil {
 		return 0, false, err
 	}
 	ok, err := store.Applied(tx.ExecContext(ctx, `UPDATE SettlementPositions SET balance = balance + ?, updated_at = ?
-		WHERE bank_id = ? AND venue = 'BOJ' AND currency = ? AND balance + ? >= 0`, amount, now, bankID, currency, amount))
+		WHERE bank_id = ? AND venue = ? AND currency = ? AND balance + ? >= 0`, amount, now, bankID, venue, currency, amount))
 	if err != nil {
-		return 0, false, fmt.Errorf("dns: post %d on BOJ account of %s: %w", amount, bankID, err)
+		return 0, false, fmt.Errorf("dns: post %d on %s account of %s: %w", amount, venue, bankID, err)
 	}
 	if !ok {
-		return 0, false, domainerr.New("INVARIANT_VIOLATION", "BOJ debit would overdraw the account", map[string]any{"cycle_id": cycleID, "bank_id": bankID, "amount": amount})
+		return 0, false, domainerr.New("INVARIANT_VIOLATION", "central-bank debit would overdraw the account",
+			map[string]any{"cycle_id": cycleID, "bank_id": bankID, "venue": venue, "amount": amount})
 	}
-	if after, err = balanceOf(ctx, tx, bankID, currency); err != nil {
+	if after, err = balanceOf(ctx, tx, venue, bankID, currency); err != nil {
 		return 0, false, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO SettlementPositions (bank_id, venue, currency, balance, updated_at)
@@ -82,7 +89,7 @@ func postNet(ctx context.Context, tx *store.Tx, cycleID, bankID, currency string
 	}
 	inserted, err := store.Insert(ctx, tx, "DnsSettlementPostings",
 		[]string{"cycle_id", "bank_id", "currency", "venue", "amount", "balance_after", "posted_at"},
-		cycleID, bankID, currency, VenueBOJ, amount, after, now)
+		cycleID, bankID, currency, venue, amount, after, now)
 	if err != nil {
 		return 0, false, fmt.Errorf("dns: record posting %s/%s: %w", cycleID, bankID, err)
 	}
@@ -94,10 +101,12 @@ func postNet(ctx context.Context, tx *store.Tx, cycleID, bankID, currency string
 	return after, true, nil
 }
 
-// FundInTx credits amount (> 0) to a bank's central-bank account inside the
-// caller's transaction: the bridge liquidity or prefunding that covers a
-// HOLD gap (the simulator's stand-in for a BOJ-NET transfer into the
-// account). It returns the new balance.
+// FundInTx credits amount (> 0) to a bank's central-bank account in
+// currency inside the caller's transaction: the bridge liquidity or
+// prefunding that covers a HOLD gap (the simulator's stand-in for a
+// BOJ-NET transfer into the yen account, or a mint into the tokenised
+// account of another currency on its settlement chain). It returns the
+// new balance.
 func (s *Service) FundInTx(ctx context.Context, tx *store.Tx, bankID, currency string, amount int64) (int64, error) {
 	if err := s.gate.CheckWritable(ctx, tx); err != nil {
 		return 0, err
@@ -109,15 +118,16 @@ func (s *Service) FundInTx(ctx context.Context, tx *store.Tx, bankID, currency s
 		return 0, err
 	}
 	now := clock.Stamp(s.clk.Now())
-	if err := ensureAccount(ctx, tx, bankID, currency, now); err != nil {
+	venue := venueOf(s.SettlementChainOf(currency))
+	if err := ensureAccount(ctx, tx, venue, bankID, currency, now); err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE SettlementPositions SET balance = balance + ?, updated_at = ?
-		WHERE bank_id = ? AND venue = 'BOJ' AND currency = ?`, amount, now, bankID, currency); err != nil {
-		return 0, fmt.Errorf("dns: fund BOJ account of %s: %w", bankID, err)
+		WHERE bank_id = ? AND venue = ? AND currency = ?`, amount, now, bankID, venue, currency); err != nil {
+		return 0, fmt.Errorf("dns: fund %s account of %s: %w", venue, bankID, err)
 	}
-	s.logger.InfoContext(ctx, "dns.boj_funded", "bank_id", bankID, "currency", currency, "amount", amount)
-	return balanceOf(ctx, tx, bankID, currency)
+	s.logger.InfoContext(ctx, "dns.boj_funded", "bank_id", bankID, "venue", venue, "currency", currency, "amount", amount)
+	return balanceOf(ctx, tx, venue, bankID, currency)
 }
 
 // Fund is FundInTx in its own write transaction.
@@ -133,15 +143,15 @@ func (s *Service) Fund(ctx context.Context, bankID, currency string, amount int6
 // by bank and currency.
 func (s *Service) Accounts(ctx context.Context) (out []Account, err error) {
 	err = s.db.Read(ctx, func(tx *store.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT bank_id, currency, balance, updated_at FROM SettlementPositions
-			WHERE venue = 'BOJ' ORDER BY bank_id, currency`)
+		rows, err := tx.QueryContext(ctx, `SELECT bank_id, venue, currency, balance, updated_at FROM SettlementPositions
+			WHERE venue = ? OR venue LIKE ? ORDER BY bank_id, currency, venue`, VenueBOJ, venueCBTPrefix+"%")
 		if err != nil {
 			return fmt.Errorf("dns: list BOJ accounts: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var a Account
-			if err := rows.Scan(&a.BankID, &a.Currency, &a.Balance, &a.UpdatedAt); err != nil {
+			if err := rows.Scan(&a.BankID, &a.Venue, &a.Currency, &a.Balance, &a.UpdatedAt); err != nil {
 				return err
 			}
 			out = append(out, a)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -48,6 +49,9 @@ type Service struct {
 	clk    clock.Clock
 	logger *slog.Logger
 	lanes  *lane.Lanes // the settlement GTID (gtid.go)
+
+	mu     sync.Mutex
+	chains map[string]string // currency -> settlement chain (venue.go), under mu
 }
 
 // New returns the DNS service. flog is the FinalityLog every cycle fact is
@@ -86,8 +90,11 @@ type Cycle struct {
 	NetPositions    map[string]int64 `json:"net_positions,omitempty"`
 	HoldCausing     []string         `json:"hold_causing_participants,omitempty"`
 	PublicMessageID string           `json:"public_message_id,omitempty"`
-	CreatedAt       string           `json:"created_at"`
-	UpdatedAt       string           `json:"updated_at,omitempty"`
+	// SettlementChain is the chain of the tokenised central-bank accounts
+	// a non-JPY cycle settles on ("" for yen: the classic BOJ accounts).
+	SettlementChain string `json:"settlement_chain,omitempty"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at,omitempty"`
 }
 
 var cycleIDRe = regexp.MustCompile(`^DNS-([A-Z]{3})-(\d{8})-(\d{2})$`)
@@ -138,13 +145,13 @@ func checkCurrency(c string) error {
 
 const cycleCols = `cycle_id, business_date, currency, intraday_seq, state, igs_mode, COALESCE(kicked_at,''),
 	COALESCE(settled_at,''), COALESCE(hold_reason,''), COALESCE(net_positions,''), COALESCE(hold_causing_participants,''),
-	COALESCE(public_message_id,''), created_at, COALESCE(updated_at,'')`
+	COALESCE(public_message_id,''), created_at, COALESCE(updated_at,''), COALESCE(settlement_chain,'')`
 
 func scanCycle(sc interface{ Scan(...any) error }) (Cycle, error) {
 	var c Cycle
 	var nets, causing string
 	if err := sc.Scan(&c.CycleID, &c.BusinessDate, &c.Currency, &c.IntradaySeq, &c.State, &c.IgsMode, &c.KickedAt,
-		&c.SettledAt, &c.HoldReason, &nets, &causing, &c.PublicMessageID, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		&c.SettledAt, &c.HoldReason, &nets, &causing, &c.PublicMessageID, &c.CreatedAt, &c.UpdatedAt, &c.SettlementChain); err != nil {
 		return Cycle{}, err
 	}
 	if nets != "" {
@@ -239,9 +246,13 @@ func (s *Service) createCycle(ctx context.Context, tx *store.Tx, businessDate, c
 		return Cycle{}, err
 	}
 	now := clock.Stamp(s.clk.Now())
+	var chain any // NULL: the classic BOJ-NET
+	if c := s.SettlementChainOf(currency); c != "" {
+		chain = c
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO DnsCycles (cycle_id, business_date, state, igs_mode, currency,
-		intraday_seq, created_at, updated_at) VALUES (?, ?, 'OPEN', 'NORMAL', ?, ?, ?, ?)`,
-		id, businessDate, currency, seq, now, now); err != nil {
+		intraday_seq, settlement_chain, created_at, updated_at) VALUES (?, ?, 'OPEN', 'NORMAL', ?, ?, ?, ?, ?)`,
+		id, businessDate, currency, seq, chain, now, now); err != nil {
 		return Cycle{}, fmt.Errorf("dns: create cycle %s: %w", id, err)
 	}
 	s.logger.InfoContext(ctx, "dns.cycle_opened", "cycle_id", id, "business_date", businessDate, "currency", currency)

@@ -12,11 +12,6 @@ import (
 // settleDns creates directly).
 func SettlementGTID(cycleID string) string { return "GT-" + cycleID }
 
-// settlementAccount names a bank's central-bank account on a settlement
-// leg (GtidLegs.account_hash): the leg moves the bank's BOJ balance, not
-// a customer account.
-func settlementAccount(bankID string) string { return VenueBOJ + ":" + bankID }
-
 // recordSettlementGtidInTx records a settled cycle's net settlement as a
 // GTID created at GT_SETTLED through lane.InsertGtidInTx, in the
 // settlement's own transaction: one PAYER leg per net debtor and one
@@ -32,7 +27,7 @@ func (s *Service) recordSettlementGtidInTx(ctx context.Context, tx *store.Tx, c 
 		if p.Net == 0 {
 			continue
 		}
-		g := lane.NewLeg{LegID: gtid + "." + p.BankID, Role: lane.LegPayee, BankID: p.BankID, AccountHash: settlementAccount(p.BankID),
+		g := lane.NewLeg{LegID: gtid + "." + p.BankID, Role: lane.LegPayee, BankID: p.BankID, AccountHash: settlementAccount(c, p.BankID),
 			AmountValue: p.Net, Currency: c.Currency}
 		if p.Net < 0 {
 			g.Role, g.AmountValue = lane.LegPayer, -p.Net
@@ -43,7 +38,8 @@ func (s *Service) recordSettlementGtidInTx(ctx context.Context, tx *store.Tx, c 
 		return "", nil
 	}
 	res, err := s.lanes.InsertGtidInTx(ctx, tx, lane.NewGtid{GTID: gtid, InitiatorBankID: lane.OwnerZC, State: lane.GtSettled, Legs: legs,
-		Payload: map[string]any{"cycle_id": c.CycleID, "business_date": c.BusinessDate, "venue": VenueBOJ, "currency": c.Currency,
+		Payload: map[string]any{"cycle_id": c.CycleID, "business_date": c.BusinessDate, "venue": c.Venue(), "proof_venue": proofVenueOf(c.Venue()),
+			"settlement_chain": c.SettlementChain, "currency": c.Currency,
 			"postings": postings}})
 	if err != nil {
 		return "", err

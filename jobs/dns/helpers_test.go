@@ -156,7 +156,7 @@ func (e *env) boj(t testing.TB, b string) int64 {
 	var bal int64
 	if err := e.db.Read(context.Background(), func(tx *store.Tx) error {
 		var err error
-		bal, err = balanceOf(context.Background(), tx, b, "JPY")
+		bal, err = balanceOf(context.Background(), tx, VenueBOJ, b, "JPY")
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("positions = %d", code)
 	}
 	pos, _ := json.Marshal(out["positions"])
-	if string(pos) != `[{"balance":0,"bank_id":"001","currency":"JPY","updated_at":"2026-12-02T07:00:00.000000000Z"},{"balance":3000,"bank_id":"002","currency":"JPY","updated_at":"2026-12-02T07:00:00.000000000Z"}]` {
+	if string(pos) != `[{"balance":0,"bank_id":"001","currency":"JPY","updated_at":"2026-12-02T07:00:00.000000000Z","venue":"BOJ"},{"balance":3000,"bank_id":"002","currency":"JPY","updated_at":"2026-12-02T07:00:00.000000000Z","venue":"BOJ"}]` {
 		t.Fatalf("positions = %s", pos)
 	}
 	code, out = call("POST", "/internal/dns/intraday-cutoff", `{"business_date":"2026-12-02"}`)

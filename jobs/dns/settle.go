@@ -131,7 +131,7 @@ func (s *Service) shortfalls(ctx context.Context, tx *store.Tx, c Cycle) ([]Shor
 		if p.Net >= 0 {
 			continue
 		}
-		bal, err := balanceOf(ctx, tx, p.BankID, c.Currency)
+		bal, err := balanceOf(ctx, tx, c.Venue(), p.BankID, c.Currency)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ func (s *Service) settleFunded(ctx context.Context, tx *store.Tx, c Cycle, from 
 		if p.Net == 0 {
 			continue
 		}
-		after, posted, err := postNet(ctx, tx, c.CycleID, p.BankID, c.Currency, p.Net, now)
+		after, posted, err := postNet(ctx, tx, c, p.BankID, p.Net, now)
 		if err != nil {
 			return SettleResult{}, err
 		}
@@ -225,7 +225,8 @@ func (s *Service) settleFunded(ctx context.Context, tx *store.Tx, c Cycle, from 
 		}
 	}
 	if _, err := s.appendCycleEvent(ctx, tx, c.CycleID, finality.DnsSettled, from, StateSettled, map[string]any{
-		"cycle_id": c.CycleID, "venue": VenueBOJ, "currency": c.Currency, "postings": postings,
+		"cycle_id": c.CycleID, "venue": c.Venue(), "proof_venue": proofVenueOf(c.Venue()), "settlement_chain": c.SettlementChain,
+		"currency": c.Currency, "postings": postings,
 		"tx_count": released, "owner_from": lane.CycleOwner(c.CycleID), "owner_to": lane.OwnerZC, "settlement_gtid": gtid,
 	}); err != nil {
 		return SettleResult{}, err

@@ -177,8 +177,8 @@ func TestDriftSettledByAdjustingPosting(t *testing.T) {
 		t.Fatalf("second drain %+v %v", r, err)
 	}
 	after, _ := core.Balance(ctx, acct)
-	if before-after != 1500 {
-		t.Fatalf("core balance %d -> %d, want it down by 1500 once", before, after)
+	if before.Ledger-after.Ledger != 1500 {
+		t.Fatalf("core balance %d -> %d, want it down by 1500 once", before.Ledger, after.Ledger)
 	}
 	adj, _ := a.Outbox().List(ctx, outbox.Filter{TxID: adapter.DriftTxID(ds[0].DriftID)})
 	if len(adj) != 1 || adj[0].Posting.Kind != outbox.Debit || adj[0].Posting.Amount != 1500 || adj[0].Status != outbox.Applied {

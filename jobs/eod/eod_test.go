@@ -55,15 +55,15 @@ func (d directCore) Lookup(ctx context.Context, ref string) (outbox.LookupResult
 	return outbox.LookupResult{State: outbox.LookupState(out.State), ReasonCode: out.ReasonCode}, nil
 }
 
-func (d directCore) Balance(ctx context.Context, account string) (int64, error) {
+func (d directCore) Balance(ctx context.Context, account string) (adapter.CoreBalance, error) {
 	b, err := d.c.Balance(ctx, account)
 	if err != nil {
-		return 0, err
+		return adapter.CoreBalance{}, err
 	}
 	if !b.Found {
-		return 0, domainerr.New("ACCOUNT_NOT_FOUND", "no such account at the core", map[string]any{"account": account})
+		return adapter.CoreBalance{}, domainerr.New("ACCOUNT_NOT_FOUND", "no such account at the core", map[string]any{"account": account})
 	}
-	return b.Balance, nil
+	return adapter.CoreBalance{Ledger: b.Balance, Currency: b.Currency}, nil
 }
 
 func (d directCore) NameCheck(ctx context.Context, account, name string) (adapter.NameResult, error) {

@@ -63,22 +63,22 @@ func newFXWorld(t *testing.T) *fxWorld {
 
 // open opens an account in currency at the bank's core (its own account
 // number: a foreign-currency deposit is an account of its own) and
-// registers it with the adapter.
+// registers it with the adapter from the core: balance and currency are
+// what the core reports over the core link (BALR).
 func (w *fxWorld) open(bankID, hash, name, currency string, balance int64) {
 	t := w.t
 	t.Helper()
 	b := w.bank[bankID]
 	w.next[bankID]++
 	core := coreacct.Format("200", 1, fmt.Sprintf("%07d", w.next[bankID]))
-	if err := b.core.OpenAccount(w.ctx, core, name, balance); err != nil {
+	if err := b.core.OpenAccountIn(w.ctx, core, name, currency, balance); err != nil {
 		t.Fatal(err)
 	}
-	ccy := currency
-	if ccy == "JPY" {
-		ccy = ""
-	}
-	if err := b.a.OpenAccount(w.ctx, adapter.Account{Hash: hash, CoreAccount: core, HolderName: name, Currency: ccy}, balance); err != nil {
+	if err := b.a.OpenAccountFromCore(w.ctx, adapter.Account{Hash: hash, CoreAccount: core, HolderName: name}); err != nil {
 		t.Fatal(err)
+	}
+	if s, err := b.a.Shadow(w.ctx, hash); err != nil || (s.Currency != currency && !(s.Currency == "" && currency == "JPY")) {
+		t.Fatalf("account %s registered in %q from the core, opened in %s (%v)", hash, s.Currency, currency, err)
 	}
 	b.mu.Lock()
 	b.acct[hash] = core

@@ -63,9 +63,8 @@ type bank struct {
 
 type inquiry struct{ l *corelink.Link }
 
-func (i inquiry) Balance(ctx context.Context, acct string) (int64, error) {
-	b, err := i.l.Balance(ctx, acct)
-	return b.Ledger, err
+func (i inquiry) Balance(ctx context.Context, acct string) (adapter.CoreBalance, error) {
+	return adapter.LinkBalance(ctx, i.l, acct)
 }
 
 func (i inquiry) NameCheck(ctx context.Context, acct, name string) (adapter.NameResult, error) {
