@@ -19,6 +19,11 @@ type FileAnswer struct {
 	Applied bool
 	Reason  string // the refusal's reason code when not Applied ("" = BANK_ERROR)
 	CoreRef string
+	// ID and TxID, when ID is not 0, are the posting's as FileEntriesAfter
+	// read them in the same transaction: the posting is then not looked up
+	// again by Ref (its guarded UPDATE still requires IN_FILE and FILE).
+	ID   int64
+	TxID string
 }
 
 // settleRows is how many postings SettleFromFileAll reads in one query.
@@ -36,32 +41,36 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 	seen := make(map[string]bool, len(answers))
 	for lo := 0; lo < len(answers); lo += settleRows {
 		part := answers[lo:min(lo+settleRows, len(answers))]
-		args := make([]any, len(part))
-		for i, a := range part {
-			args[i] = a.Ref
+		var args []any
+		for _, a := range part {
+			if a.ID == 0 {
+				args = append(args, a.Ref)
+			}
 		}
 		type row struct {
 			id           int64
 			txid, status string
 		}
-		rows := make(map[string]row, len(part))
-		rs, err := tx.QueryContext(ctx, `SELECT ref, id, txid, status FROM AdapterOutbox WHERE route = 'FILE' AND ref IN (?`+
-			strings.Repeat(", ?", len(part)-1)+`)`, args...)
-		if err != nil {
-			return fmt.Errorf("outbox: settle from file: %w", err)
-		}
-		for rs.Next() {
-			var ref string
-			var r row
-			if err := rs.Scan(&ref, &r.id, &r.txid, &r.status); err != nil {
-				rs.Close()
+		rows := make(map[string]row, len(args))
+		if len(args) > 0 {
+			rs, err := tx.QueryContext(ctx, `SELECT ref, id, txid, status FROM AdapterOutbox WHERE route = 'FILE' AND ref IN (?`+
+				strings.Repeat(", ?", len(args)-1)+`)`, args...)
+			if err != nil {
 				return fmt.Errorf("outbox: settle from file: %w", err)
 			}
-			rows[ref] = r
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return fmt.Errorf("outbox: settle from file: %w", err)
+			for rs.Next() {
+				var ref string
+				var r row
+				if err := rs.Scan(&ref, &r.id, &r.txid, &r.status); err != nil {
+					rs.Close()
+					return fmt.Errorf("outbox: settle from file: %w", err)
+				}
+				rows[ref] = r
+			}
+			rs.Close()
+			if err := rs.Err(); err != nil {
+				return fmt.Errorf("outbox: settle from file: %w", err)
+			}
 		}
 		// Each answer by its own guarded UPDATE (IN_FILE, FILE) through one
 		// cached prepared statement per outcome: measured cheaper per row
@@ -70,6 +79,9 @@ func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []
 		// session 7).
 		for _, a := range part {
 			r, ok := rows[a.Ref]
+			if a.ID != 0 {
+				r, ok = row{id: a.ID, txid: a.TxID, status: inFile}, true
+			}
 			if !ok || r.status != inFile {
 				status := r.status
 				if !ok {
