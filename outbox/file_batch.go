@@ -31,9 +31,10 @@ const settleRows = 256
 
 // SettleFromFileAll is SettleFromFile for every answer of a result file,
 // inside tx, with the same guard, states, columns, state log and log
-// lines; the postings are read by chunks of refs and their state log rows
-// written by multi-row INSERTs (entitystate.RecordAll). A posting that is
-// not IN_FILE is a STATE_GUARD error (the caller rolls back).
+// lines; the postings whose answer has no ID are read by chunks of refs,
+// each answer is applied by its own guarded UPDATE, and the state log rows
+// are written by multi-row INSERTs (entitystate.RecordAll). A posting that
+// is not IN_FILE is a STATE_GUARD error (the caller rolls back).
 func (o *Outbox) SettleFromFileAll(ctx context.Context, tx *store.Tx, answers []FileAnswer) error {
 	now := clock.Stamp(o.clk.Now())
 	facts := make([]entitystate.Fact, 0, len(answers))
