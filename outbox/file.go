@@ -133,6 +133,7 @@ func (o *Outbox) TakeForFile(ctx context.Context, tx *store.Tx, bank, fileID str
 
 // FileEntry is one posting of an overnight file.
 type FileEntry struct {
+	ID      int64 // the outbox row's id
 	Seq     int64 // detail number in the file, 1..n
 	Posting Posting
 	Side    byte // 'D' debits the account, 'C' credits it
@@ -151,7 +152,7 @@ func (o *Outbox) FileEntries(ctx context.Context, tx *store.Tx, fileID string) (
 // numbers follow after, in detail order, as FileEntries does (the file's
 // index on file_id, file_seq: a slice costs its own rows only).
 func (o *Outbox) FileEntriesAfter(ctx context.Context, tx *store.Tx, fileID string, after int64, limit int) ([]FileEntry, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT o.file_seq, o.ref, o.txid, o.bank, o.account, o.kind, o.amount,
+	rows, err := tx.QueryContext(ctx, `SELECT o.id, o.file_seq, o.ref, o.txid, o.bank, o.account, o.kind, o.amount,
 		COALESCE(o.reversal_of,''), o.status,
 		CASE o.kind WHEN 'DEBIT' THEN 'D' WHEN 'CREDIT' THEN 'C'
 		     ELSE CASE (SELECT r.kind FROM AdapterOutbox r WHERE r.ref = o.reversal_of) WHEN 'CREDIT' THEN 'D' ELSE 'C' END END
@@ -164,7 +165,7 @@ func (o *Outbox) FileEntriesAfter(ctx context.Context, tx *store.Tx, fileID stri
 	for rows.Next() {
 		var e FileEntry
 		var kind, status, side string
-		if err := rows.Scan(&e.Seq, &e.Posting.Ref, &e.Posting.TxID, &e.Posting.Bank, &e.Posting.Account, &kind,
+		if err := rows.Scan(&e.ID, &e.Seq, &e.Posting.Ref, &e.Posting.TxID, &e.Posting.Bank, &e.Posting.Account, &kind,
 			&e.Posting.Amount, &e.Posting.ReversalOf, &status, &side); err != nil {
 			return nil, fmt.Errorf("outbox: file entries %s: %w", fileID, err)
 		}

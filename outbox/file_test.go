@@ -241,6 +241,14 @@ func TestSettleFromFile(t *testing.T) {
 	if err := r.settle("F1", false, "BANK_ERROR", ""); domainerr.Code(err) != "STATE_GUARD" {
 		t.Fatalf("second answer: %v", err)
 	}
+	// The same second answer carrying the posting's id as FileEntriesAfter
+	// read it (no lookup by ref): still refused by the guarded UPDATE, and
+	// nothing changes.
+	if err := r.db.Write(ctx, func(tx *store.Tx) error {
+		return r.ob.SettleFromFileAll(ctx, tx, []FileAnswer{{Ref: "F1", Applied: false, Reason: "BANK_ERROR", ID: es[0].ID, TxID: es[0].Posting.TxID}})
+	}); domainerr.Code(err) != "STATE_GUARD" {
+		t.Fatalf("second answer by id: %v", err)
+	}
 	for i := 0; i < 2; i++ {
 		if _, err := r.ob.OpenMissingCases(ctx); err != nil {
 			t.Fatal(err)

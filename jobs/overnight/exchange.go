@@ -597,7 +597,8 @@ func (x *Exchange) Ingest(ctx context.Context, f File) (in Ingested, ok bool, er
 				reason = reasonOf(d.Code)
 				in.Rejected++
 			}
-			answers = append(answers, outbox.FileAnswer{Ref: it.Posting.Ref, Applied: posted, Reason: reason, CoreRef: strings.TrimSpace(d.CoreRef)})
+			answers = append(answers, outbox.FileAnswer{Ref: it.Posting.Ref, Applied: posted, Reason: reason, CoreRef: strings.TrimSpace(d.CoreRef),
+				ID: it.ID, TxID: it.Posting.TxID})
 		}
 		if err := settle(); err != nil {
 			return err

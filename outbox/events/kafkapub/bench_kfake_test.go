@@ -106,7 +106,7 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportMetric(float64(bytes)/float64(b.N), "record-bytes/event")
 	b.ReportMetric(float64(b.N)/float64(len(steps)), "events/step")
 	raw := &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: &kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll,
-		BatchSize: 5000, BatchBytes: 1 << 20, BatchTimeout: 2 * time.Millisecond}
+		BatchSize: 5000, BatchBytes: 1 << 20, BatchTimeout: 2 * time.Millisecond, Compression: kafka.Lz4} // as the publisher (Config.Compression default)
 	defer raw.Close()
 	start, cpu0 := time.Now(), cpuTime()
 	for _, msgs := range steps {

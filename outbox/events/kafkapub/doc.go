@@ -9,7 +9,8 @@
 //
 // Rows are read in batches after the stream's cursor (up to 5,000 per
 // step, at most 960 kB per partition so each partition's share is one
-// produce request), written with one sync kafka-go WriteMessages, and the
+// produce request), written with one sync kafka-go WriteMessages (LZ4-
+// compressed batches by default, Config.Compression), and the
 // cursor moves past the acknowledged prefix in one guarded UPDATE,
 // overlapped with the next step's read and write. Run sleeps
 // on the outbox's events.Wake (notified after each append commit) with a

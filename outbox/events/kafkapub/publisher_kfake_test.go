@@ -322,3 +322,19 @@ func TestBackgroundMarkFailureRepublishes(t *testing.T) {
 		t.Errorf("consumer stats %+v, want 20 duplicates (batches 1 and 2 twice)", st)
 	}
 }
+
+// TestCompressionNames: every Config.Compression name is accepted and an
+// unknown one is refused by New, naming the choices.
+func TestCompressionNames(t *testing.T) {
+	c := newCoordinator(t, clock.NewManual(t0))
+	for _, name := range []string{"", "lz4", "snappy", "zstd", "gzip", "none"} {
+		p, err := kafkapub.New(c.ob, kafkapub.Config{Brokers: brokers, Compression: name})
+		if err != nil {
+			t.Fatalf("compression %q: %v", name, err)
+		}
+		p.Close()
+	}
+	if _, err := kafkapub.New(c.ob, kafkapub.Config{Brokers: brokers, Compression: "brotli"}); err == nil || !strings.Contains(err.Error(), "lz4, snappy, zstd, gzip or none") {
+		t.Fatalf("brotli: %v", err)
+	}
+}
