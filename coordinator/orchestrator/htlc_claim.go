@@ -147,12 +147,18 @@ func (o *Orchestrator) fulfilHTLC(ctx context.Context, c lane.HtlcContract, req 
 				return err
 			}
 		}
+		// secret_verified says the preimage was checked: a claim by
+		// conditions or attestation fulfils the HTLC without it.
+		secret := source == ClaimSourcePreimage
+		var set map[string]any
+		if secret {
+			set = map[string]any{"secret_verified": 1}
+		}
 		res, err := o.lanes.TransitionInTx(ctx, tx, lane.Transition{TxID: c.TxID, From: lane.HtlcLocked, To: lane.HtlcFulfillRequested,
 			EventType: finality.HtlcFulfillRequested,
-			Payload: withPresenter(req, map[string]any{"htlc_id": c.HtlcID, "hashlock": c.Hashlock, "secret_verified": true,
+			Payload: withPresenter(req, map[string]any{"htlc_id": c.HtlcID, "hashlock": c.Hashlock, "secret_verified": secret,
 				"verified_at": clock.Stamp(now), "authority_recheck": recheck, "source": source}),
-			SideUpdates: lane.HtlcEdge(c.HtlcID, lane.HtlcContractLocked, lane.HtlcContractFulfill, clock.Stamp(now),
-				map[string]any{"secret_verified": 1})})
+			SideUpdates: lane.HtlcEdge(c.HtlcID, lane.HtlcContractLocked, lane.HtlcContractFulfill, clock.Stamp(now), set)})
 		if err != nil {
 			return err
 		}

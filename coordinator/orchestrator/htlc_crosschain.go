@@ -94,16 +94,22 @@ func (o *Orchestrator) CrossChainLockHTLC(ctx context.Context, htlcID string, re
 	return o.GetHTLC(ctx, htlcID, issuer)
 }
 
-// OnchainFulfillHTLC records the watcher's observation that the on-chain
-// escrow was released with the preimage (handoff #4 exit, 000 §5.2): the
-// chain, owner of the row, moves it HTLC_ONCHAIN_PENDING ->
-// HTLC_FULFILL_REQUESTED and hands it back to ZC in the same CAS (Issuer
-// CHAIN:default, NewOwner ZC); the drive then settles it. Past the outer
-// timelock the lease has ended: ZC reclaims and cancels the row instead
-// and the observation is refused with EXPIRED. A preimage that does not
-// hash to the hashlock is ONCHAIN_PROOF_MISMATCH (recorded as
-// HtlcClaimRejected by the chain); fewer confirmations than the contract
-// requires is ONCHAIN_INSUFFICIENT_CONFIRMATIONS.
+// OnchainFulfillHTLC records one watcher's observation that the on-chain
+// escrow was released with the preimage (handoff #4 exit, 000 §5.2; 001
+// §15.6; docs/htlc.md "Watchers"). The observation counts for its
+// watcher operator (the signing key's owner_ref; an unsigned relay only
+// where one watcher is the quorum) and is applied by observeTx: recorded
+// as OnchainProofObserved, refused fail-closed with a WATCHER_EQUIVOCATION
+// Case when it contradicts another, ONCHAIN_QUORUM_PENDING while fewer than
+// onchain_min_watchers operators agree, ONCHAIN_INSUFFICIENT_CONFIRMATIONS
+// while the quorum's smallest depth is below the chain's minimum; once the
+// quorum holds, the chain, owner of the row, moves it
+// HTLC_ONCHAIN_PENDING -> HTLC_FULFILL_REQUESTED and hands it back to ZC in
+// the same CAS (Issuer CHAIN:default, NewOwner ZC); the drive then settles
+// it. Past the outer timelock the lease has ended: ZC reclaims and cancels
+// the row instead and the observation is refused with EXPIRED. A preimage
+// that does not hash to the hashlock is ONCHAIN_PROOF_MISMATCH (recorded as
+// HtlcClaimRejected by the chain).
 func (o *Orchestrator) OnchainFulfillHTLC(ctx context.Context, htlcID string, req HtlcOnchainFulfillment, issuer string) (HtlcView, error) {
 	c, r, err := o.loadHtlc(ctx, "htlc_id", htlcID)
 	if err != nil {

@@ -154,8 +154,8 @@ func TestHTLCClaimByConditionsFullStack(t *testing.T) {
 	pres := orchestrator.HtlcPresenter{PresenterOrgID: "002", PresenterSystemID: "payee-gw"}
 	got, err := s.o.ClaimHTLCByConditions(s.ctx, v.HtlcID, orchestrator.HtlcConditionsClaim{HtlcPresenter: pres,
 		Attestations: []conditions.Attestation{att.sign("INSPECT-B", "TPL-DELIVERY", v.HtlcID, conditions.ResultPass)}}, "002")
-	if err != nil || got.TxState != "HTLC_FULFILL_REQUESTED" {
-		t.Fatalf("claim %+v %v", got, err)
+	if err != nil || got.TxState != "HTLC_FULFILL_REQUESTED" || got.SecretVerified {
+		t.Fatalf("claim %+v %v (no preimage was verified)", got, err)
 	}
 	if again, err := s.o.ClaimHTLCByConditions(s.ctx, v.HtlcID, orchestrator.HtlcConditionsClaim{}, "002"); err != nil || !again.Replayed {
 		t.Fatalf("repeat %+v %v", again, err)
