@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/conditions"
+	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
@@ -247,4 +250,81 @@ func TestHTLCClaimByAttestationFullStack(t *testing.T) {
 		t.Fatalf("h_used %d hold %s", s.hUsed(), s.hold(v.TxID))
 	}
 	s.checkInvariants(before, s.snapshot(), move{"001", "h:a", -3_300}, move{"002", "h:b", 3_300})
+}
+
+// TestHTLCClaimByConditionsVersusExpiryRace: claims by conditions race the
+// timelock sweep for n HTLCs at once. Each HTLC ends one way: settled
+// (the claim's CAS won; no cancel recorded) or cancelled TIMELOCK_EXPIRED
+// with the claim answering EXPIRED; H, the bank's hold and the cores agree.
+func TestHTLCClaimByConditionsVersusExpiryRace(t *testing.T) {
+	s := newHTLCStack(t, nil)
+	if _, err := conditions.NewTemplates(s.zc, s.clk).Register(s.ctx, conditions.Template{TemplateID: "TPL-OPEN",
+		LedgerPredicate: &conditions.Predicate{Type: conditions.TimeAfter, At: start.Add(-time.Hour).Format(time.RFC3339)}}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.snapshot()
+	tl := start.Add(30 * time.Minute)
+	const n = 8
+	vs := make([]orchestrator.HtlcView, n)
+	for i := range vs {
+		vs[i], _ = s.lockOne(fmt.Sprintf("cr-%d", i), 400+i, int64(300+i), tl, func(r *orchestrator.HtlcCreate) {
+			r.ConditionExpr = json.RawMessage(`{"template_id":"TPL-OPEN"}`)
+		})
+	}
+	s.clk.Set(tl.Add(-time.Millisecond))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range vs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+			}
+			_, errs[i] = s.o.ClaimHTLCByConditions(s.ctx, vs[i].HtlcID, orchestrator.HtlcConditionsClaim{}, "002")
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(2 * time.Millisecond)
+		s.clk.Set(tl)
+		for k := 0; k < 3; k++ {
+			if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	wg.Wait()
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.run()
+	var moves []move
+	for i, v := range vs {
+		view := s.view(v.TxID)
+		chain := strings.Join(s.chain(v.TxID), " ")
+		fulfil, cancel := strings.Count(chain, "HtlcFulfillRequested"), strings.Count(chain, "DecidedCancel")
+		switch {
+		case errs[i] == nil:
+			if view.State != "SETTLED" || fulfil != 1 || cancel != 0 || s.hold(v.TxID) != "CONSUMED" {
+				t.Errorf("%d: claimed but %s hold %s chain %s", i, view.State, s.hold(v.TxID), chain)
+			}
+			moves = append(moves, move{"001", "h:a", -int64(300 + i)}, move{"002", "h:b", int64(300 + i)})
+		case domainerr.Has(errs[i], "EXPIRED"):
+			if view.State != "CANCELLED" || view.ReasonCode != "TIMELOCK_EXPIRED" || fulfil != 0 || cancel != 1 || s.hold(v.TxID) != "RELEASED" {
+				t.Errorf("%d: EXPIRED but %s/%s hold %s chain %s", i, view.State, view.ReasonCode, s.hold(v.TxID), chain)
+			}
+		default:
+			t.Errorf("%d: claim error %v", i, errs[i])
+		}
+		if s.openH(v.TxID) != 0 {
+			t.Errorf("%d: H still reserved", i)
+		}
+	}
+	if s.hUsed() != 0 {
+		t.Fatalf("h_used %d", s.hUsed())
+	}
+	s.checkInvariants(before, s.snapshot(), moves...)
+	t.Logf("%d of %d claimed before the sweep", len(moves)/2, n)
 }

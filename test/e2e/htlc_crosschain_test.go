@@ -399,3 +399,60 @@ func TestHTLCCrossChainLeaseReclaim(t *testing.T) {
 	_, err = s.o.CrossChainLockHTLC(s.ctx, p.HtlcID, orchestrator.HtlcCrossChainLock{OnchainLockRef: "0x"}, "001")
 	wantCode(t, err, "NOT_CROSS_CHAIN")
 }
+
+// TestHTLCConcurrentWatcherObservations: both watchers of a PUBLIC chain
+// report at once, for n HTLCs. Observations of one HTLC serialise on the
+// row's version: each HTLC is released exactly once (one
+// HtlcFulfillRequested, two OnchainProofObserved), one report answers the
+// release and the other ONCHAIN_QUORUM_PENDING or the same view, and
+// every HTLC settles.
+func TestHTLCConcurrentWatcherObservations(t *testing.T) {
+	s := newHTLCStack(t, nil)
+	ws := s.watchers("WATCH-A", "WATCH-B")
+	before := s.snapshot()
+	tl := start.Add(time.Hour)
+	const n = 6
+	vs := make([]orchestrator.HtlcView, n)
+	pres := make([]string, n)
+	for i := range vs {
+		vs[i], pres[i] = s.lockOne(fmt.Sprintf("xc-%d", i), 500+i, int64(200+i), tl, crossChain(tl))
+		if _, err := s.o.CrossChainLockHTLC(s.ctx, vs[i].HtlcID, orchestrator.HtlcCrossChainLock{OnchainLockRef: fmt.Sprintf("0xC%d", i)}, "001"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make([][2]error, n)
+	var wg sync.WaitGroup
+	for i := range vs {
+		for k, op := range []string{"WATCH-A", "WATCH-B"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i][k] = s.observe(vs[i], ws[op], "0xREL", pres[i], 3)
+			}()
+		}
+	}
+	wg.Wait()
+	s.run()
+	var moves []move
+	for i, v := range vs {
+		ok := 0
+		for _, err := range errs[i] {
+			switch {
+			case err == nil:
+				ok++
+			case !domainerr.Has(err, "ONCHAIN_QUORUM_PENDING"):
+				t.Errorf("%d: %v", i, err)
+			}
+		}
+		if ok == 0 {
+			t.Errorf("%d: no report released the HTLC: %v", i, errs[i])
+		}
+		s.wantState(v.TxID, "SETTLED", "")
+		chain := strings.Join(s.chain(v.TxID), " ")
+		if strings.Count(chain, "HtlcFulfillRequested") != 1 || strings.Count(chain, "OnchainProofObserved") != 2 {
+			t.Errorf("%d: chain %s", i, chain)
+		}
+		moves = append(moves, move{"001", "h:a", -int64(200 + i)}, move{"002", "h:b", int64(200 + i)})
+	}
+	s.checkInvariants(before, s.snapshot(), moves...)
+}
