@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -271,35 +270,10 @@ func TestHTLCClaimByConditionsVersusExpiryRace(t *testing.T) {
 			r.ConditionExpr = json.RawMessage(`{"template_id":"TPL-OPEN"}`)
 		})
 	}
-	s.clk.Set(tl.Add(-time.Millisecond))
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range vs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i%2 == 1 {
-				time.Sleep(time.Duration(i) * time.Millisecond)
-			}
-			_, errs[i] = s.o.ClaimHTLCByConditions(s.ctx, vs[i].HtlcID, orchestrator.HtlcConditionsClaim{}, "002")
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(2 * time.Millisecond)
-		s.clk.Set(tl)
-		for k := 0; k < 3; k++ {
-			if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
-	wg.Wait()
-	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.run()
+	errs := s.raceTheSweep(n, tl, func(i int) error {
+		_, err := s.o.ClaimHTLCByConditions(s.ctx, vs[i].HtlcID, orchestrator.HtlcConditionsClaim{}, "002")
+		return err
+	})
 	var moves []move
 	for i, v := range vs {
 		view := s.view(v.TxID)

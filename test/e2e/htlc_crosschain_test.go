@@ -282,35 +282,10 @@ func TestHTLCWatcherQuorumVersusTimelockRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.clk.Set(tl.Add(-time.Millisecond))
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range vs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i%2 == 1 {
-				time.Sleep(time.Duration(i) * time.Millisecond)
-			}
-			_, errs[i] = s.observe(vs[i], ws["WATCH-B"], "0xREL", pres[i], 4)
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(2 * time.Millisecond)
-		s.clk.Set(tl)
-		for k := 0; k < 3; k++ {
-			if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
-	wg.Wait()
-	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.run()
+	errs := s.raceTheSweep(n, tl, func(i int) error {
+		_, err := s.observe(vs[i], ws["WATCH-B"], "0xREL", pres[i], 4)
+		return err
+	})
 	var moves []move
 	released := 0
 	for i, v := range vs {
