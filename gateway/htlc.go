@@ -18,6 +18,8 @@ type HTLCs interface {
 	ClaimHTLC(ctx context.Context, htlcID string, req orchestrator.HtlcClaim, issuer string) (orchestrator.HtlcView, error)
 	CrossChainLockHTLC(ctx context.Context, htlcID string, req orchestrator.HtlcCrossChainLock, issuer string) (orchestrator.HtlcView, error)
 	OnchainFulfillHTLC(ctx context.Context, htlcID string, req orchestrator.HtlcOnchainFulfillment, issuer string) (orchestrator.HtlcView, error)
+	ClaimHTLCByConditions(ctx context.Context, htlcID string, req orchestrator.HtlcConditionsClaim, issuer string) (orchestrator.HtlcView, error)
+	ClaimHTLCByAttestation(ctx context.Context, htlcID string, req orchestrator.HtlcAttestationClaim, issuer string) (orchestrator.HtlcView, error)
 }
 
 var _ HTLCs = (*orchestrator.Orchestrator)(nil)
@@ -60,6 +62,29 @@ func (s *Server) htlcRoutes() []route {
 			summary: "Claim an HTLC with its preimage (spec 001 §13.5, §15.4) as the payee bank; the preimage is checked and never stored. " +
 				"A repeated claim answers the same (Idempotent-Replayed: true)",
 			auth: authParticipant, request: orchestrator.HtlcClaim{},
+			responses: []response{{status: 200, body: orchestrator.HtlcView{}}, {status: 200, description: "already claimed", body: orchestrator.HtlcView{}, replay: true}},
+			errors:    errs}}},
+		{pattern: "POST /api/htlc/{htlc_id}/claim-by-conditions", handler: s.perimeter(s.jsonBody(s.postHTLC(func(ctx context.Context, r *http.Request, body []byte, issuer string) (orchestrator.HtlcView, error) {
+			var req orchestrator.HtlcConditionsClaim
+			if err := decodeStrict(body, &req); err != nil {
+				return orchestrator.HtlcView{}, err
+			}
+			return h.ClaimHTLCByConditions(ctx, r.PathValue("htlc_id"), req, issuer)
+		}))), ops: []op{{
+			summary: "Claim an HTLC by its condition expression (spec 001 §15.5, claimHtlcByConditions) as the payee bank: the presented attestations are recorded, " +
+				"the expression decided; an equivocating template opens an ATTESTATION_EQUIVOCATION Case",
+			auth: authParticipant, request: orchestrator.HtlcConditionsClaim{},
+			responses: []response{{status: 200, body: orchestrator.HtlcView{}}, {status: 200, description: "already claimed", body: orchestrator.HtlcView{}, replay: true}},
+			errors:    errs}}},
+		{pattern: "POST /api/htlc/{htlc_id}/claim-by-attestation", handler: s.perimeter(s.jsonBody(s.postHTLC(func(ctx context.Context, r *http.Request, body []byte, issuer string) (orchestrator.HtlcView, error) {
+			var req orchestrator.HtlcAttestationClaim
+			if err := decodeStrict(body, &req); err != nil {
+				return orchestrator.HtlcView{}, err
+			}
+			return h.ClaimHTLCByAttestation(ctx, r.PathValue("htlc_id"), req, issuer)
+		}))), ops: []op{{
+			summary: "Claim an HTLC by one signed PASS attestation under its condition_template_id (spec 003 HtlcContracts, claimHtlcByAttestation) as the payee bank",
+			auth:    authParticipant, request: orchestrator.HtlcAttestationClaim{},
 			responses: []response{{status: 200, body: orchestrator.HtlcView{}}, {status: 200, description: "already claimed", body: orchestrator.HtlcView{}, replay: true}},
 			errors:    errs}}},
 		{pattern: "POST /api/htlc/{htlc_id}/cross-chain-lock", handler: s.perimeter(s.jsonBody(s.postHTLC(func(ctx context.Context, r *http.Request, body []byte, issuer string) (orchestrator.HtlcView, error) {

@@ -69,13 +69,17 @@ const (
 	// zcgw additions (the spec's list 3 ends with "等", "and so on"):
 	Resumed            EventType = "Resumed"            // PRECHECKED_SUSPENDED -> PRECHECKED, SUSPENDED -> execution
 	HtlcOnchainPending EventType = "HtlcOnchainPending" // HTLC_LOCKED -> HTLC_ONCHAIN_PENDING
-	GtidPrechecked     EventType = "GtidPrechecked"     // GT_RECEIVED -> GT_PRECHECKED
-	GtidSuspended      EventType = "GtidSuspended"      // GT_* -> GT_SUSPENDED
-	GtidDecidedCancel  EventType = "GtidDecidedCancel"  // GT_* -> GT_DECIDED_CANCEL
-	GtidCancelled      EventType = "GtidCancelled"      // GT_DECIDED_CANCEL -> GT_CANCELLED
-	GtidFailed         EventType = "GtidFailed"         // GT_SUSPENDED -> GT_FAILED_EXECUTION: a failed leg, closed by the operator
-	ReversalCompleted  EventType = "ReversalCompleted"  // FAILED_EXECUTION: the payer bank queued the reversal of its debit (EXT_REFUND_PROOF)
-	DnsCycleCancelled  EventType = "DnsCycleCancelled"  // HOLD_ACTIVE -> CANCELLED: handoff #2 back to ZC without settling
+	// OnchainQuorumPending: a watcher observation recorded while the
+	// watcher quorum (onchain_min_watchers) is not reached (004
+	// ONCHAIN_QUORUM_PENDING names it; state_from = state_to).
+	OnchainQuorumPending EventType = "OnchainQuorumPending"
+	GtidPrechecked       EventType = "GtidPrechecked"    // GT_RECEIVED -> GT_PRECHECKED
+	GtidSuspended        EventType = "GtidSuspended"     // GT_* -> GT_SUSPENDED
+	GtidDecidedCancel    EventType = "GtidDecidedCancel" // GT_* -> GT_DECIDED_CANCEL
+	GtidCancelled        EventType = "GtidCancelled"     // GT_DECIDED_CANCEL -> GT_CANCELLED
+	GtidFailed           EventType = "GtidFailed"        // GT_SUSPENDED -> GT_FAILED_EXECUTION: a failed leg, closed by the operator
+	ReversalCompleted    EventType = "ReversalCompleted" // FAILED_EXECUTION: the payer bank queued the reversal of its debit (EXT_REFUND_PROOF)
+	DnsCycleCancelled    EventType = "DnsCycleCancelled" // HOLD_ACTIVE -> CANCELLED: handoff #2 back to ZC without settling
 	// A leg's posting at its bank's core: landed, or refused by the core
 	// (no state change; state_from = state_to = the transfer's state).
 	CorePostingApplied EventType = "CorePostingApplied"
@@ -112,7 +116,7 @@ func init() {
 		DnsSettled, DnsRingfencePromoted, IgsDeferred, HtlcCreated, HtlcFulfillRequested,
 		HtlcAuthRequested, FinalityCosigned, WatcherEquivocationDetected,
 
-		Resumed, HtlcOnchainPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled, GtidFailed,
+		Resumed, HtlcOnchainPending, OnchainQuorumPending, GtidPrechecked, GtidSuspended, GtidDecidedCancel, GtidCancelled, GtidFailed,
 		ReversalCompleted, DnsCycleCancelled,
 		CorePostingApplied, CorePostingBlocked,
 		ParameterChanged,

@@ -58,6 +58,7 @@ type HtlcContract struct {
 	PayerBankID, PayeeBankID string
 	AuthorityRecheckRequired bool
 	ConditionExprJSON        string // "" = no conditions
+	ConditionTemplateID      string // "" = no single template (claim-by-attestation)
 	CrossChainSource         string // "" = not cross-chain
 	OnchainTimelock          string
 	OnchainChainClass        string
@@ -95,11 +96,12 @@ func InsertHtlc(c HtlcContract) SideUpdates {
 			[]string{"htlc_id", "txid", "state", "hashlock", "timelock", "amount_value", "payer_bank_id", "payee_bank_id",
 				"authority_recheck_required", "created_at", "updated_at", "condition_expr_json", "cross_chain_source",
 				"onchain_timelock", "onchain_chain_class", "onchain_crypto_suite", "onchain_quantum_risk",
-				"onchain_finality_class", "onchain_min_confirmations"},
+				"onchain_finality_class", "onchain_min_confirmations", "onchain_min_watchers", "condition_template_id"},
 			c.HtlcID, c.TxID, string(HtlcReceived), c.Hashlock, c.Timelock, c.Amount, c.PayerBankID, c.PayeeBankID,
 			recheck, c.CreatedAt, c.CreatedAt, nullStr(c.ConditionExprJSON), nullStr(c.CrossChainSource),
 			nullStr(c.OnchainTimelock), nullStr(c.OnchainChainClass), nullStr(c.OnchainCryptoSuite),
-			nullStr(c.OnchainQuantumRisk), nullStr(c.OnchainFinalityClass), c.OnchainMinConfirmations)
+			nullStr(c.OnchainQuantumRisk), nullStr(c.OnchainFinalityClass), c.OnchainMinConfirmations, max(c.OnchainMinWatchers, 1),
+			nullStr(c.ConditionTemplateID))
 		if err != nil {
 			return fmt.Errorf("lane: insert HtlcContracts %s: %w", c.HtlcID, err)
 		}
@@ -171,11 +173,13 @@ func readHtlc(ctx context.Context, tx *store.Tx, col, v string) (HtlcContract, e
 		secret_verified, authority_recheck_required, version, created_at, updated_at, COALESCE(condition_expr_json, ''),
 		COALESCE(cross_chain_source, ''), COALESCE(onchain_timelock, ''), COALESCE(onchain_chain_class, ''),
 		COALESCE(onchain_crypto_suite, ''), COALESCE(onchain_quantum_risk, ''), COALESCE(onchain_finality_class, ''),
-		onchain_min_confirmations, onchain_min_watchers, COALESCE(onchain_lock_ref, ''), COALESCE(onchain_release_proof_json, '')
+		onchain_min_confirmations, onchain_min_watchers, COALESCE(onchain_lock_ref, ''), COALESCE(onchain_release_proof_json, ''),
+		COALESCE(condition_template_id, '')
 		FROM HtlcContracts WHERE `+col+` = ?`, v).Scan(&c.HtlcID, &c.TxID, &state, &c.Hashlock, &c.Timelock, &c.Amount,
 		&c.PayerBankID, &c.PayeeBankID, &verified, &recheck, &c.Version, &c.CreatedAt, &c.UpdatedAt, &c.ConditionExprJSON,
 		&c.CrossChainSource, &c.OnchainTimelock, &c.OnchainChainClass, &c.OnchainCryptoSuite, &c.OnchainQuantumRisk,
-		&c.OnchainFinalityClass, &c.OnchainMinConfirmations, &c.OnchainMinWatchers, &c.OnchainLockRef, &c.OnchainReleaseProofJSON)
+		&c.OnchainFinalityClass, &c.OnchainMinConfirmations, &c.OnchainMinWatchers, &c.OnchainLockRef, &c.OnchainReleaseProofJSON,
+		&c.ConditionTemplateID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{col: v})
 	}

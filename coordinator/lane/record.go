@@ -20,6 +20,10 @@ var EvidenceEvents = map[finality.EventType]bool{
 	finality.MisrecordCorrected:            true,
 	finality.HtlcClaimRejected:             true,
 	finality.HtlcConditionsEvaluated:       true, // met or not; a met one precedes HTLC_FULFILL_REQUESTED (001 §15.5)
+	finality.OnchainFinalityClassified:     true, // a cross-chain HTLC's classification at create (001 §15.6)
+	finality.OnchainProofObserved:          true, // one watcher's observation of the on-chain release (handoff #4)
+	finality.OnchainQuorumPending:          true, // the watcher quorum not yet reached (004 ONCHAIN_QUORUM_PENDING)
+	finality.WatcherEquivocationDetected:   true, // conflicting watcher observations: fail closed, Case (004 WATCHER_EQUIVOCATION)
 }
 
 // Record appends an evidence entry to a transaction's chain without a

@@ -420,6 +420,7 @@ type SweepResult struct {
 	// HTLC (docs/htlc.md)
 	HtlcTimelockExpired int `json:"htlc_timelock_expired"` // HTLC_LOCKED/ONCHAIN_PENDING -> DECIDED_CANCEL, TIMELOCK_EXPIRED
 	HtlcLeaseReclaimed  int `json:"htlc_lease_reclaimed"`  // of those, reclaimed from CHAIN:default first (handoff #4)
+	HtlcReceivedExpired int `json:"htlc_received_expired"` // RECEIVED (lock never completed) -> DECIDED_CANCEL, TIMELOCK_EXPIRED
 }
 
 // TimeoutSweep is the internal timeout sweep (POST

@@ -14,6 +14,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/hlimit"
 	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/lane"
@@ -52,6 +53,10 @@ type ConditionInput struct {
 type ConditionOutcome struct {
 	Met    bool
 	Detail map[string]any
+	// Equivocated lists the templates whose attestations disagree (PASS
+	// and FAIL for the HTLC): the claim opens an ATTESTATION_EQUIVOCATION
+	// Case for each (000 §11.2-c).
+	Equivocated []string
 }
 
 // CrossChain is the cross-chain part of an HTLC create (003 HtlcContracts,
@@ -61,6 +66,11 @@ type CrossChain struct {
 	OnchainTimelock    string `json:"onchain_timelock"` // strictly before the outer timelock
 	OnchainChainClass  string `json:"onchain_chain_class"`
 	OnchainCryptoSuite string `json:"onchain_crypto_suite,omitempty"`
+	// OnchainMinWatchers is the n of the watcher quorum (distinct watcher
+	// operators whose observations must agree); 0 takes the rail's default
+	// (PUBLIC 2, PRIVATE/PERMISSIONED 1, 000 ch. 10) and a value below
+	// that default is refused, so a declared class never weakens it.
+	OnchainMinWatchers int `json:"onchain_min_watchers,omitempty"`
 }
 
 // HtlcCreate is the body of POST /api/htlc/create (001 §15.3 step 1,
@@ -79,7 +89,11 @@ type HtlcCreate struct {
 	// {op, operands} | {op:THRESHOLD, k, operands}), stored as
 	// condition_expr_json (001 §15.5).
 	ConditionExpr json.RawMessage `json:"condition_expr,omitempty"`
-	CrossChain    *CrossChain     `json:"cross_chain,omitempty"`
+	// ConditionTemplateID is the single template a claim-by-attestation
+	// presents a PASS under (003 condition_template_id); it must be a
+	// whitelisted ACTIVE template.
+	ConditionTemplateID string      `json:"condition_template_id,omitempty"`
+	CrossChain          *CrossChain `json:"cross_chain,omitempty"`
 }
 
 // HtlcView is an HTLC as its parties see it (create, claim and GET).
@@ -102,6 +116,9 @@ type HtlcView struct {
 	OnchainTimelock          string         `json:"onchain_timelock,omitempty"`
 	OnchainFinalityClass     string         `json:"onchain_finality_class,omitempty"`
 	OnchainQuantumRisk       string         `json:"onchain_quantum_risk,omitempty"`
+	OnchainMinConfirmations  int            `json:"onchain_min_confirmations,omitempty"`
+	OnchainMinWatchers       int            `json:"onchain_min_watchers,omitempty"`
+	ConditionTemplateID      string         `json:"condition_template_id,omitempty"`
 	Owner                    string         `json:"owner"`
 	// Replayed: the same create key and body, or a claim of an HTLC
 	// already claimed with the same preimage (001 §15.4: same result).
@@ -194,12 +211,25 @@ func validateHtlc(req HtlcCreate, now time.Time) (timelock time.Time, err error)
 		if err != nil {
 			return timelock, invalidField("cross_chain.onchain_timelock", "must be RFC3339", cc.OnchainTimelock)
 		}
+		if cc.OnchainMinWatchers != 0 && cc.OnchainMinWatchers < defaultMinWatchers(cc.OnchainChainClass) {
+			return timelock, invalidField("cross_chain.onchain_min_watchers",
+				fmt.Sprintf("must be at least %d for a %s chain", defaultMinWatchers(cc.OnchainChainClass), cc.OnchainChainClass), cc.OnchainMinWatchers)
+		}
 		if !inner.Before(timelock) {
 			return timelock, domainerr.New("ONCHAIN_TIMELOCK_INVALID", "cross_chain.onchain_timelock must be strictly before timelock_expires_at",
 				map[string]any{"field": "cross_chain.onchain_timelock", "onchain_timelock": cc.OnchainTimelock, "timelock": req.Timelock})
 		}
 	}
 	return timelock, nil
+}
+
+// defaultMinWatchers is the rail's default watcher quorum (000 ch. 10
+// "Watcher 定足数": PUBLIC 2, deterministic chains 1).
+func defaultMinWatchers(chainClass string) int {
+	if chainClass == "PUBLIC" {
+		return 2
+	}
+	return 1
 }
 
 // finalityClass derives onchain_finality_class from onchain_chain_class
@@ -313,6 +343,17 @@ func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcC
 	if len(req.ConditionExpr) > 0 {
 		c.ConditionExprJSON = string(req.ConditionExpr)
 	}
+	if req.ConditionTemplateID != "" {
+		tpl, err := conditions.GetTemplateTx(ctx, tx, req.ConditionTemplateID)
+		if err != nil {
+			return HtlcView{}, err
+		}
+		if tpl.Status != conditions.TemplateActive {
+			return HtlcView{}, domainerr.New("TEMPLATE_NOT_WHITELISTED", "condition_template_id is not an ACTIVE template",
+				map[string]any{"field": "condition_template_id", "template_id": req.ConditionTemplateID, "status": tpl.Status})
+		}
+		c.ConditionTemplateID = req.ConditionTemplateID
+	}
 	if cc := req.CrossChain; cc != nil {
 		inner, _ := clock.ParseStamp(cc.OnchainTimelock)
 		c.CrossChainSource, c.OnchainTimelock, c.OnchainChainClass = cc.Source, clock.Stamp(inner), cc.OnchainChainClass
@@ -322,6 +363,7 @@ func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcC
 		if cc.OnchainChainClass == "PUBLIC" {
 			c.OnchainMinConfirmations = 2
 		}
+		c.OnchainMinWatchers = max(cc.OnchainMinWatchers, defaultMinWatchers(cc.OnchainChainClass))
 	}
 	extra := map[string]any{"schema_version": "1.0"}
 	if req.Purpose != "" {
@@ -335,7 +377,11 @@ func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcC
 	if c.CrossChainSource != "" {
 		payload["cross_chain"] = map[string]any{"source": c.CrossChainSource, "onchain_timelock": c.OnchainTimelock,
 			"onchain_chain_class": c.OnchainChainClass, "onchain_finality_class": c.OnchainFinalityClass,
-			"onchain_quantum_risk": c.OnchainQuantumRisk, "onchain_min_confirmations": c.OnchainMinConfirmations}
+			"onchain_quantum_risk": c.OnchainQuantumRisk, "onchain_min_confirmations": c.OnchainMinConfirmations,
+			"onchain_min_watchers": c.OnchainMinWatchers}
+	}
+	if c.ConditionTemplateID != "" {
+		payload["condition_template_id"] = c.ConditionTemplateID
 	}
 	ins, err := o.lanes.InsertTxInTx(ctx, tx, lane.NewTx{TxID: txid, Lane: LaneHTLC, AmountValue: req.Amount.Value, Currency: "JPY",
 		PayerBankID: req.Payer.BankID, PayerAccountHash: req.Payer.AccountHash, PayeeBankID: req.Payee.BankID,
@@ -346,6 +392,17 @@ func (o *Orchestrator) createHtlcTx(ctx context.Context, tx *store.Tx, req HtlcC
 	}
 	if !ins.Inserted {
 		return HtlcView{}, invalidField("txid", "a transaction with this txid already exists", txid)
+	}
+	if c.CrossChainSource != "" {
+		// 001 §15.6: the classification is evidence of its own, written
+		// at create in the same commit.
+		if _, err := o.lanes.RecordInTx(ctx, tx, lane.Record{TxID: txid, State: lane.Received, EventType: finality.OnchainFinalityClassified,
+			Payload: map[string]any{"htlc_id": c.HtlcID, "cross_chain_source": c.CrossChainSource, "onchain_chain_class": c.OnchainChainClass,
+				"onchain_finality_class": c.OnchainFinalityClass, "onchain_crypto_suite": c.OnchainCryptoSuite,
+				"onchain_quantum_risk": c.OnchainQuantumRisk, "onchain_min_confirmations": c.OnchainMinConfirmations,
+				"onchain_min_watchers": c.OnchainMinWatchers}}); err != nil {
+			return HtlcView{}, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO OrchestratorTransfers (`+progressColumns+`) VALUES (?, ?, ?, ?, ?)`,
 		txid, issuer, string(body), stamp, stamp); err != nil {
@@ -362,12 +419,16 @@ func htlcView(c lane.HtlcContract, txState, reason, owner string) HtlcView {
 	if state == "" {
 		state = lane.HtlcReceived
 	}
-	return HtlcView{HtlcID: c.HtlcID, TxID: c.TxID, State: string(state), TxState: txState, ReasonCode: reason, HashAlg: HashAlgSHA256,
+	v := HtlcView{HtlcID: c.HtlcID, TxID: c.TxID, State: string(state), TxState: txState, ReasonCode: reason, HashAlg: HashAlgSHA256,
 		Hashlock: c.Hashlock, Timelock: c.Timelock, Amount: bankapi.Amount{Value: c.Amount, Currency: "JPY"},
 		PayerBankID: c.PayerBankID, PayeeBankID: c.PayeeBankID, SecretVerified: c.SecretVerified,
 		AuthorityRecheckRequired: c.AuthorityRecheckRequired, HasConditions: c.ConditionExprJSON != "",
 		CrossChainSource: c.CrossChainSource, OnchainTimelock: c.OnchainTimelock, OnchainFinalityClass: c.OnchainFinalityClass,
-		OnchainQuantumRisk: c.OnchainQuantumRisk, Owner: owner}
+		OnchainQuantumRisk: c.OnchainQuantumRisk, ConditionTemplateID: c.ConditionTemplateID, Owner: owner}
+	if c.CrossChainSource != "" {
+		v.OnchainMinConfirmations, v.OnchainMinWatchers = c.OnchainMinConfirmations, c.OnchainMinWatchers
+	}
+	return v
 }
 
 // loadHtlc reads an HTLC and its transaction on one snapshot.
@@ -424,6 +485,12 @@ func (c conditionsChecker) CheckHTLC(ctx context.Context, in ConditionInput) (Co
 	if err != nil {
 		return ConditionOutcome{}, err
 	}
-	return ConditionOutcome{Met: d.Allowed, Detail: map[string]any{"satisfied": d.Satisfied, "missing": d.Missing,
-		"equivocated": d.Equivocated, "decided_at": d.EvaluatedAt, "decided_at_jst": d.EvaluatedAtJST}}, nil
+	quorum := map[string]any{}
+	for _, r := range d.Reasons {
+		if r.TemplateID != "" && r.Leaf != nil && r.Leaf.Quorum != nil {
+			quorum[r.TemplateID] = r.Leaf.Quorum
+		}
+	}
+	return ConditionOutcome{Met: d.Allowed, Equivocated: d.Equivocated, Detail: map[string]any{"satisfied": d.Satisfied, "missing": d.Missing,
+		"equivocated": d.Equivocated, "quorum": quorum, "decided_at": d.EvaluatedAt, "decided_at_jst": d.EvaluatedAtJST}}, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/conditions"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
 	"github.com/zcgw/zcgw/coordinator/idem"
@@ -85,17 +86,25 @@ func (o *Orchestrator) ClaimHTLC(ctx context.Context, htlcID string, req HtlcCla
 		o.log.InfoContext(ctx, "htlc.claim_rejected", "htlc_id", c.HtlcID, "txid", c.TxID, "reason_code", ReasonInvalidPreimage)
 		return HtlcView{}, domainerr.New("PREIMAGE_MISMATCH", "the preimage does not hash to the hashlock", map[string]any{"htlc_id": c.HtlcID})
 	}
-	var condEvidence *lane.Record
+	var cond *condEval
 	if c.ConditionExprJSON != "" {
-		rec, met := o.evaluateConditions(ctx, c)
-		if !met {
-			if _, err := o.lanes.RecordWithLog(ctx, rec); err != nil {
-				return HtlcView{}, err
-			}
-			return HtlcView{}, domainerr.New("CONDITIONS_NOT_MET", "the HTLC's condition expression is not met", map[string]any{"htlc_id": c.HtlcID})
+		ev := o.evaluateConditions(ctx, c, c.ConditionExprJSON)
+		if !ev.met {
+			return HtlcView{}, o.refuseConditions(ctx, c, ev)
 		}
-		condEvidence = &rec
+		cond = &ev
 	}
+	return o.fulfilHTLC(ctx, c, req, cond, ClaimSourcePreimage, match)
+}
+
+// fulfilHTLC is the end every claim route shares once the claim's own
+// proof is accepted (the preimage, or the conditions): the AML recheck
+// when required (NG cancels, no answer refuses — fail closed), then in one
+// commit the met evaluation (with its equivocation Cases), HTLC_LOCKED ->
+// HTLC_FULFILL_REQUESTED (HtlcFulfillRequested, source) with the
+// contract's secret_verified, and the drive's work item; the commit
+// re-checks the timelock.
+func (o *Orchestrator) fulfilHTLC(ctx context.Context, c lane.HtlcContract, req HtlcClaim, cond *condEval, source string, match bool) (HtlcView, error) {
 	recheck := "NOT_REQUIRED"
 	if c.AuthorityRecheckRequired {
 		var resp bankapi.CheckResponse
@@ -128,25 +137,28 @@ func (o *Orchestrator) ClaimHTLC(ctx context.Context, htlcID string, req HtlcCla
 		}
 		recheck = bankapi.ResultOK
 	}
-	err = o.db.Write(ctx, func(tx *store.Tx) error {
+	err := o.db.Write(ctx, func(tx *store.Tx) error {
 		now := o.clk.Now()
 		if expiredAt(c, now) { // the timelock passed while the claim was being checked
 			return errConflict
 		}
-		if condEvidence != nil {
-			if res, err := o.lanes.RecordInTx(ctx, tx, *condEvidence); err != nil || !res.Applied {
-				if err == nil {
-					err = errConflict
-				}
+		if cond != nil {
+			if err := o.recordConditionsTx(ctx, tx, c, *cond); err != nil {
 				return err
 			}
 		}
+		// secret_verified says the preimage was checked: a claim by
+		// conditions or attestation fulfils the HTLC without it.
+		secret := source == ClaimSourcePreimage
+		var set map[string]any
+		if secret {
+			set = map[string]any{"secret_verified": 1}
+		}
 		res, err := o.lanes.TransitionInTx(ctx, tx, lane.Transition{TxID: c.TxID, From: lane.HtlcLocked, To: lane.HtlcFulfillRequested,
 			EventType: finality.HtlcFulfillRequested,
-			Payload: withPresenter(req, map[string]any{"htlc_id": c.HtlcID, "hashlock": c.Hashlock, "secret_verified": true,
-				"verified_at": clock.Stamp(now), "authority_recheck": recheck, "source": "PREIMAGE"}),
-			SideUpdates: lane.HtlcEdge(c.HtlcID, lane.HtlcContractLocked, lane.HtlcContractFulfill, clock.Stamp(now),
-				map[string]any{"secret_verified": 1})})
+			Payload: withPresenter(req, map[string]any{"htlc_id": c.HtlcID, "hashlock": c.Hashlock, "secret_verified": secret,
+				"verified_at": clock.Stamp(now), "authority_recheck": recheck, "source": source}),
+			SideUpdates: lane.HtlcEdge(c.HtlcID, lane.HtlcContractLocked, lane.HtlcContractFulfill, clock.Stamp(now), set)})
 		if err != nil {
 			return err
 		}
@@ -161,8 +173,8 @@ func (o *Orchestrator) ClaimHTLC(ctx context.Context, htlcID string, req HtlcCla
 	if err != nil {
 		return HtlcView{}, err
 	}
-	o.log.InfoContext(ctx, "htlc.claimed", "htlc_id", c.HtlcID, "txid", c.TxID, "authority_recheck", recheck)
-	c, r, err = o.loadHtlc(ctx, "htlc_id", htlcID)
+	o.log.InfoContext(ctx, "htlc.claimed", "htlc_id", c.HtlcID, "txid", c.TxID, "authority_recheck", recheck, "source", source)
+	c, r, err := o.loadHtlc(ctx, "htlc_id", c.HtlcID)
 	if err != nil {
 		return HtlcView{}, err
 	}
@@ -242,26 +254,80 @@ func (o *Orchestrator) claimAfterExpiry(ctx context.Context, c lane.HtlcContract
 		map[string]any{"htlc_id": c.HtlcID, "timelock": c.Timelock})
 }
 
-// evaluateConditions asks the ConditionChecker about c's expression and
+// condEval is one evaluation of an HTLC's conditions: the
+// HtlcConditionsEvaluated record, whether it is met, and the templates
+// whose attestations equivocate (each gets its ATTESTATION_EQUIVOCATION
+// Case in the commit that records the evaluation).
+type condEval struct {
+	rec         lane.Record
+	met         bool
+	equivocated []string
+	evaluatedAt string
+}
+
+// evaluateConditions asks the ConditionChecker about expr for c and
 // returns the HtlcConditionsEvaluated record to write and whether the
 // expression is met. A checker error is "not met" (fail closed).
-func (o *Orchestrator) evaluateConditions(ctx context.Context, c lane.HtlcContract) (lane.Record, bool) {
+func (o *Orchestrator) evaluateConditions(ctx context.Context, c lane.HtlcContract, expr string) condEval {
 	now := o.clk.Now()
 	payload := map[string]any{"htlc_id": c.HtlcID, "evaluated_at": clock.Stamp(now)}
-	met := false
+	ev := condEval{evaluatedAt: clock.Stamp(now)}
 	if out, err := o.cfg.Conditions.CheckHTLC(ctx, ConditionInput{HtlcID: c.HtlcID, TxID: c.TxID,
-		Expr: []byte(c.ConditionExprJSON), Now: now}); err != nil {
+		Expr: []byte(expr), Now: now}); err != nil {
 		payload["error"], payload["cause_reason_code"] = err.Error(), domainerr.Code(err)
 	} else {
-		met = out.Met
+		ev.met, ev.equivocated = out.Met, out.Equivocated
 		if out.Detail != nil {
 			payload["detail"] = out.Detail
 		}
 	}
-	payload["met"] = met
-	if !met {
+	payload["met"] = ev.met
+	if !ev.met {
 		payload["reason_code"] = "CONDITIONS_NOT_MET"
 	}
-	o.log.InfoContext(ctx, "htlc.conditions_evaluated", "htlc_id", c.HtlcID, "txid", c.TxID, "met", met)
-	return lane.Record{TxID: c.TxID, State: lane.HtlcLocked, EventType: finality.HtlcConditionsEvaluated, Payload: payload}, met
+	if len(ev.equivocated) > 0 {
+		payload["equivocated"] = ev.equivocated
+	}
+	o.log.InfoContext(ctx, "htlc.conditions_evaluated", "htlc_id", c.HtlcID, "txid", c.TxID, "met", ev.met, "equivocated", len(ev.equivocated))
+	ev.rec = lane.Record{TxID: c.TxID, State: lane.HtlcLocked, EventType: finality.HtlcConditionsEvaluated, Payload: payload}
+	return ev
+}
+
+// recordConditionsTx writes ev's HtlcConditionsEvaluated entry and opens
+// (or joins) one ATTESTATION_EQUIVOCATION Case per equivocating template
+// (000 §11.2-c, 001 §15.5.2: the leaf fails closed, the HTLC stays
+// HTLC_LOCKED), inside tx. The row no longer HTLC_LOCKED is errConflict.
+func (o *Orchestrator) recordConditionsTx(ctx context.Context, tx *store.Tx, c lane.HtlcContract, ev condEval) error {
+	res, err := o.lanes.RecordInTx(ctx, tx, ev.rec)
+	if err != nil {
+		return err
+	}
+	if !res.Applied {
+		return errConflict
+	}
+	if len(ev.equivocated) == 0 {
+		return nil
+	}
+	_, err = conditions.OpenEquivocationCasesTx(ctx, tx, o.cases, conditions.Decision{Equivocated: ev.equivocated, EvaluatedAt: ev.evaluatedAt},
+		c.HtlcID, c.TxID)
+	return err
+}
+
+// refuseConditions records an unmet evaluation (and its equivocation
+// Cases) and answers the refusal: ATTESTATION_EQUIVOCATION when a
+// template equivocated, CONDITIONS_NOT_MET otherwise. The HTLC stays
+// HTLC_LOCKED and claimable until its timelock.
+func (o *Orchestrator) refuseConditions(ctx context.Context, c lane.HtlcContract, ev condEval) error {
+	err := o.db.Write(ctx, func(tx *store.Tx) error { return o.recordConditionsTx(ctx, tx, c, ev) })
+	if err == errConflict {
+		return domainerr.New("CONCURRENCY_CONFLICT", "the HTLC changed during the claim; retry", map[string]any{"htlc_id": c.HtlcID})
+	}
+	if err != nil {
+		return err
+	}
+	if len(ev.equivocated) > 0 {
+		return domainerr.New("ATTESTATION_EQUIVOCATION", "attestations of a template disagree (PASS and FAIL); the leaf fails closed and a Case is open",
+			map[string]any{"htlc_id": c.HtlcID, "templates": ev.equivocated})
+	}
+	return domainerr.New("CONDITIONS_NOT_MET", "the HTLC's condition expression is not met", map[string]any{"htlc_id": c.HtlcID})
 }

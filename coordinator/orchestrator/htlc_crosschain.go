@@ -26,6 +26,9 @@ type HtlcOnchainFulfillment struct {
 	ExternalRef   string          `json:"external_ref"`
 	Confirmations int             `json:"confirmations"`
 	Proof         json.RawMessage `json:"proof,omitempty"`
+	// Watcher signs the observation (WatcherSignedBytes); required when
+	// the HTLC's watcher quorum is more than one.
+	Watcher *WatcherSignature `json:"watcher,omitempty"`
 }
 
 // CrossChainLockHTLC moves a cross-chain HTLC from HTLC_LOCKED into
@@ -91,16 +94,22 @@ func (o *Orchestrator) CrossChainLockHTLC(ctx context.Context, htlcID string, re
 	return o.GetHTLC(ctx, htlcID, issuer)
 }
 
-// OnchainFulfillHTLC records the watcher's observation that the on-chain
-// escrow was released with the preimage (handoff #4 exit, 000 §5.2): the
-// chain, owner of the row, moves it HTLC_ONCHAIN_PENDING ->
-// HTLC_FULFILL_REQUESTED and hands it back to ZC in the same CAS (Issuer
-// CHAIN:default, NewOwner ZC); the drive then settles it. Past the outer
-// timelock the lease has ended: ZC reclaims and cancels the row instead
-// and the observation is refused with EXPIRED. A preimage that does not
-// hash to the hashlock is ONCHAIN_PROOF_MISMATCH (recorded as
-// HtlcClaimRejected by the chain); fewer confirmations than the contract
-// requires is ONCHAIN_INSUFFICIENT_CONFIRMATIONS.
+// OnchainFulfillHTLC records one watcher's observation that the on-chain
+// escrow was released with the preimage (handoff #4 exit, 000 §5.2; 001
+// §15.6; docs/htlc.md "Watchers"). The observation counts for its
+// watcher operator (the signing key's owner_ref; an unsigned relay only
+// where one watcher is the quorum) and is applied by observeTx: recorded
+// as OnchainProofObserved, refused fail-closed with a WATCHER_EQUIVOCATION
+// Case when it contradicts another, ONCHAIN_QUORUM_PENDING while fewer than
+// onchain_min_watchers operators agree, ONCHAIN_INSUFFICIENT_CONFIRMATIONS
+// while the quorum's smallest depth is below the chain's minimum; once the
+// quorum holds, the chain, owner of the row, moves it
+// HTLC_ONCHAIN_PENDING -> HTLC_FULFILL_REQUESTED and hands it back to ZC in
+// the same CAS (Issuer CHAIN:default, NewOwner ZC); the drive then settles
+// it. Past the outer timelock the lease has ended: ZC reclaims and cancels
+// the row instead and the observation is refused with EXPIRED. A preimage
+// that does not hash to the hashlock is ONCHAIN_PROOF_MISMATCH (recorded as
+// HtlcClaimRejected by the chain).
 func (o *Orchestrator) OnchainFulfillHTLC(ctx context.Context, htlcID string, req HtlcOnchainFulfillment, issuer string) (HtlcView, error) {
 	c, r, err := o.loadHtlc(ctx, "htlc_id", htlcID)
 	if err != nil {
@@ -137,41 +146,51 @@ func (o *Orchestrator) OnchainFulfillHTLC(ctx context.Context, htlcID string, re
 		}
 		return HtlcView{}, domainerr.New("ONCHAIN_PROOF_MISMATCH", "the preimage does not hash to the hashlock", map[string]any{"htlc_id": htlcID})
 	}
-	if req.Confirmations < c.OnchainMinConfirmations {
-		return HtlcView{}, domainerr.New("ONCHAIN_INSUFFICIENT_CONFIRMATIONS", "the release has fewer confirmations than the chain class requires",
-			map[string]any{"htlc_id": htlcID, "confirmations": req.Confirmations, "required": c.OnchainMinConfirmations})
+	if req.ExternalRef == "" {
+		return HtlcView{}, missingField("external_ref")
 	}
-	proof, err := json.Marshal(map[string]any{"external_ref": req.ExternalRef, "confirmations": req.Confirmations, "proof": req.Proof})
+	if req.Confirmations < 0 {
+		return HtlcView{}, invalidField("confirmations", "must not be negative", req.Confirmations)
+	}
+	operator, err := o.watcherOperator(ctx, c, req, presented, issuer, o.clk.Now())
 	if err != nil {
 		return HtlcView{}, err
 	}
-	err = o.db.Write(ctx, func(tx *store.Tx) error {
-		now := o.clk.Now()
-		if expiredAt(c, now) {
-			return errConflict
-		}
-		res, err := o.lanes.TransitionInTx(ctx, tx, lane.Transition{TxID: c.TxID, From: lane.HtlcOnchainPending, To: lane.HtlcFulfillRequested,
-			EventType: finality.HtlcFulfillRequested, Issuer: lane.OwnerChainDefault, NewOwner: lane.OwnerZC,
-			Payload: map[string]any{"htlc_id": c.HtlcID, "hashlock": c.Hashlock, "secret_verified": true, "source": "ONCHAIN",
-				"external_ref": req.ExternalRef, "confirmations": req.Confirmations, "verified_at": clock.Stamp(now), "relayed_by": issuer},
-			SideUpdates: lane.HtlcEdge(c.HtlcID, lane.HtlcContractOnchain, lane.HtlcContractFulfill, clock.Stamp(now),
-				map[string]any{"secret_verified": 1, "onchain_release_proof_json": string(proof)})})
-		if err != nil {
+	x := observation{Operator: operator, ExternalRef: req.ExternalRef, PresentedHash: presented, Confirmations: req.Confirmations}
+	var out watcherOutcome
+	for attempt := 0; ; attempt++ {
+		err = o.db.Write(ctx, func(tx *store.Tx) error {
+			var err error
+			out, err = o.observeTx(ctx, tx, c, x, req, issuer)
 			return err
+		})
+		// Another watcher's observation moved the row's version first:
+		// read again and count this one against the new state.
+		if (err == errConflict || domainerr.Has(err, "CONCURRENCY_CONFLICT")) && attempt < 8 && !expiredAt(c, o.clk.Now()) {
+			c2, r2, lerr := o.loadHtlc(ctx, "htlc_id", htlcID)
+			if lerr != nil {
+				return HtlcView{}, lerr
+			}
+			if r2.State == lane.HtlcOnchainPending && r2.Owner == lane.OwnerChainDefault {
+				c = c2
+				continue
+			}
 		}
-		if !res.Applied {
-			return errConflict
-		}
-		return o.enqueue(ctx, tx, KindDrive, c.TxID, LaneHTLC, StatusReady, now)
-	})
+		break
+	}
 	if err == errConflict || domainerr.Has(err, "CONCURRENCY_CONFLICT") || domainerr.Has(err, "OWNERSHIP_VIOLATION") {
 		// The sweep reclaimed the lease first (owner ZC now), or another
-		// observation won.
+		// observation released it.
 		return o.claimReload(ctx, htlcID, match)
 	}
 	if err != nil {
 		return HtlcView{}, err
 	}
-	o.log.InfoContext(ctx, "htlc.onchain_fulfilled", "htlc_id", c.HtlcID, "txid", c.TxID)
+	if out.err != nil {
+		o.log.InfoContext(ctx, "htlc.onchain_observed", "htlc_id", c.HtlcID, "txid", c.TxID, "watcher_operator", operator,
+			"reason_code", domainerr.Code(out.err), "watchers", len(out.operators))
+		return HtlcView{}, out.err
+	}
+	o.log.InfoContext(ctx, "htlc.onchain_fulfilled", "htlc_id", c.HtlcID, "txid", c.TxID, "watchers", out.operators, "confirmations", out.depth)
 	return o.GetHTLC(ctx, htlcID, issuer)
 }

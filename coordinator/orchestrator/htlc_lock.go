@@ -136,11 +136,30 @@ func (o *Orchestrator) htlcCancelInTx(ctx context.Context, tx *store.Tx, c lane.
 // finishCancel is the drive step of DECIDED_CANCEL: an HTLC whose payer
 // bank holds a reservation has it released first (release-reserve,
 // idempotent by request_id); then DECIDED_CANCEL -> CANCELLED.
+//
+// An HTLC cancelled at its timelock before its lock committed (RECEIVED,
+// no reservation_ref recorded) may still hold money at the payer bank:
+// reserve-funds may have reached it while the answer, or the lock's
+// commit, never came back. The drive asks the bank by replaying
+// reserve-funds under the lock's own request_id — the bank answers its
+// stored result, and holds now if it never had the request — and releases
+// what that names, so nothing stays held whichever came first.
 func (o *Orchestrator) finishCancel(ctx context.Context, r txRow) error {
-	if r.Lane == LaneHTLC && r.BankRes != "" {
+	ref := r.BankRes
+	if r.Lane == LaneHTLC && ref == "" && r.ReasonCode == ReasonTimelockExpired && r.Authority != "NG" {
+		var resp bankapi.ReserveFundsResponse
+		if err := o.send(ctx, r.PayerBank, r.TxID, &bankapi.ReserveFundsRequest{RequestIDValue: requestID(r.TxID, bankapi.ReserveFunds),
+			TxID: r.TxID, Amount: r.amount(), AccountHash: r.PayerAcct}, &resp); err != nil {
+			return err // retried by the queue; a give-up opens the queue's Case
+		}
+		if resp.Result == bankapi.ResultReserved {
+			ref = resp.ReservationRef
+		}
+	}
+	if r.Lane == LaneHTLC && ref != "" {
 		var rel bankapi.ReleaseReserveResponse
 		if err := o.send(ctx, r.PayerBank, r.TxID, &bankapi.ReleaseReserveRequest{RequestIDValue: requestID(r.TxID, bankapi.ReleaseReserve),
-			TxID: r.TxID, ReservationRef: r.BankRes}, &rel); err != nil {
+			TxID: r.TxID, ReservationRef: ref}, &rel); err != nil {
 			return err
 		}
 	}
@@ -157,12 +176,15 @@ func (o *Orchestrator) htlcDecide(ctx context.Context, r txRow) error {
 
 // sweepHTLC is the timeout sweep's HTLC part (001 §15.3 step 5, 000 §5.2):
 // every HTLC_LOCKED HTLC whose outer timelock has passed is cancelled
-// (TIMELOCK_EXPIRED); an HTLC_ONCHAIN_PENDING one is first reclaimed from
+// (TIMELOCK_EXPIRED), and so is every HTLC still RECEIVED at its timelock
+// (its lock never completed: the payer bank never answered, or the queue
+// gave up; finishCancel then releases whatever the bank holds for it —
+// counted in receivedExpired); an HTLC_ONCHAIN_PENDING one is first reclaimed from
 // the chain (OwnershipReclaimed, CHAIN:default -> ZC: the lease's
 // contractual end) and then cancelled by ZC, in one commit. A claim that
 // won the race leaves the row in HTLC_FULFILL_REQUESTED: the reclaim's or
 // the cancel's guard misses and nothing is written.
-func (o *Orchestrator) sweepHTLC(ctx context.Context, now time.Time) (expired, reclaimed int, err error) {
+func (o *Orchestrator) sweepHTLC(ctx context.Context, now time.Time) (expired, reclaimed, receivedExpired int, err error) {
 	type cand struct {
 		c     lane.HtlcContract
 		state lane.TxState
@@ -171,8 +193,8 @@ func (o *Orchestrator) sweepHTLC(ctx context.Context, now time.Time) (expired, r
 	var cands []cand
 	err = o.db.Read(ctx, func(tx *store.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT h.htlc_id, t.state, t.owner FROM HtlcContracts h JOIN Transactions t ON t.txid = h.txid
-			WHERE t.state IN (?, ?) AND h.timelock <= ? ORDER BY h.timelock`,
-			string(lane.HtlcLocked), string(lane.HtlcOnchainPending), clock.Stamp(now))
+			WHERE t.state IN (?, ?, ?) AND h.timelock <= ? ORDER BY h.timelock`,
+			string(lane.Received), string(lane.HtlcLocked), string(lane.HtlcOnchainPending), clock.Stamp(now))
 		if err != nil {
 			return wrapDB("htlc sweep select", err)
 		}
@@ -204,21 +226,24 @@ func (o *Orchestrator) sweepHTLC(ctx context.Context, now time.Time) (expired, r
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	for _, x := range cands {
 		wasReclaimed, applied, err := o.expireHtlc(ctx, x.c, x.state, x.owner)
 		if err != nil {
-			return expired, reclaimed, err
+			return expired, reclaimed, receivedExpired, err
 		}
-		if applied {
+		switch {
+		case applied && x.state == lane.Received:
+			receivedExpired++
+		case applied:
 			expired++
 		}
 		if wasReclaimed {
 			reclaimed++
 		}
 	}
-	return expired, reclaimed, nil
+	return expired, reclaimed, receivedExpired, nil
 }
 
 // expireHtlc cancels HTLC c (seen in state with owner) for its passed

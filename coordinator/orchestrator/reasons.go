@@ -62,7 +62,7 @@ const (
 
 // State reason codes of the HTLC lane (001 ch. 15, 004 state reason codes).
 const (
-	ReasonTimelockExpired             = "TIMELOCK_EXPIRED"              // HTLC_LOCKED / HTLC_ONCHAIN_PENDING -> DECIDED_CANCEL
+	ReasonTimelockExpired             = "TIMELOCK_EXPIRED"              // RECEIVED / HTLC_LOCKED / HTLC_ONCHAIN_PENDING -> DECIDED_CANCEL
 	ReasonRecheckAuthorityNG          = "RECHECK_AUTHORITY_NG"          // AML recheck at claim NG: HTLC_LOCKED -> DECIDED_CANCEL
 	ReasonRecheckAuthorityUnavailable = "RECHECK_AUTHORITY_UNAVAILABLE" // AML recheck unanswered: claim refused, no transition
 	ReasonInvalidPreimage             = "INVALID_PREIMAGE"              // wrong preimage: claim refused, no transition

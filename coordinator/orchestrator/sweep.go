@@ -114,7 +114,7 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// HTLC: outer timelocks reached (lease reclaimed from the chain first).
-	if res.HtlcTimelockExpired, res.HtlcLeaseReclaimed, err = o.sweepHTLC(ctx, now); err != nil {
+	if res.HtlcTimelockExpired, res.HtlcLeaseReclaimed, res.HtlcReceivedExpired, err = o.sweepHTLC(ctx, now); err != nil {
 		return res, err
 	}
 	// Windows: requeue transfers waiting for a payee window that is open now.
@@ -134,7 +134,8 @@ func (o *Orchestrator) sweep(ctx context.Context) (SweepResult, error) {
 		o.log.InfoContext(ctx, "orchestrator.sweep", "suspend_exec_timeout", res.ExecTimeouts,
 			"suspend_payee_proof_timeout", res.PayeeProofTimeouts, "failed_exec_timeout", res.FailedTimeouts,
 			"window_resumed", res.WindowResumed, "gtid_timeout", res.GtidTimeouts, "rtp_expired", res.RtpExpired,
-			"htlc_timelock_expired", res.HtlcTimelockExpired, "htlc_lease_reclaimed", res.HtlcLeaseReclaimed)
+			"htlc_timelock_expired", res.HtlcTimelockExpired, "htlc_lease_reclaimed", res.HtlcLeaseReclaimed,
+			"htlc_received_expired", res.HtlcReceivedExpired)
 	}
 	return res, nil
 }

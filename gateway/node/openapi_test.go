@@ -373,6 +373,9 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/claim", k2, nil, `{"preimage":"00"}`)
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/cross-chain-lock", k1, nil, `{"onchain_lock_ref":"0x1"}`)
 	c.want(400, n, "POST", "/api/htlc/"+hid+"/onchain-fulfillment", k2, nil, fmt.Sprintf(`{"preimage":"%x","external_ref":"0x2","confirmations":3}`, pre))
+	c.want(400, n, "POST", "/api/htlc/"+hid+"/claim-by-conditions", k2, nil, `{"presenter_org_id":"002"}`)                // CONDITION_EXPR_NOT_SET
+	c.want(400, n, "POST", "/api/htlc/"+hid+"/claim-by-attestation", k2, nil, `{"template_id":"TPL-1","attestation":{}}`) // CONDITION_TEMPLATE_NOT_SET
+	c.want(404, n, "POST", "/api/htlc/"+hid+"/claim-by-conditions", k1, nil, `{}`)                                        // the payer is not the claimant
 	c.want(200, n, "POST", "/api/htlc/"+hid+"/claim", k2, nil, fmt.Sprintf(`{"preimage":"%x","presenter_org_id":"002"}`, pre))
 
 	// every bank ingress command, signed with the ZC egress key

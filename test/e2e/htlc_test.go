@@ -255,6 +255,44 @@ func wantCode(t *testing.T, err error, code string) *domainerr.Error {
 	return de
 }
 
+// raceTheSweep runs act(0..n-1) in n goroutines (odd ones a little
+// later) against the timeout sweep, which moves the clock from 1 ms before
+// the timelock tl to tl and sweeps three times; then it sweeps once more
+// and runs the workers. It returns each act's error.
+func (s *htlcStack) raceTheSweep(n int, tl time.Time, act func(i int) error) []error {
+	s.t.Helper()
+	s.clk.Set(tl.Add(-time.Millisecond))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+			}
+			errs[i] = act(i)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(2 * time.Millisecond)
+		s.clk.Set(tl)
+		for k := 0; k < 3; k++ {
+			if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+				s.t.Error(err)
+			}
+		}
+	}()
+	wg.Wait()
+	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	s.run()
+	return errs
+}
+
 // lockOne creates an HTLC and runs the lock; it asserts H and the hold.
 func (s *htlcStack) lockOne(key string, i int, amount int64, timelock time.Time, mod func(*orchestrator.HtlcCreate)) (orchestrator.HtlcView, string) {
 	s.t.Helper()
@@ -544,35 +582,10 @@ func TestHTLCClaimVersusExpiryRace(t *testing.T) {
 	for i := range vs {
 		vs[i], pres[i] = s.lockOne(fmt.Sprintf("race-%d", i), 100+i, int64(1_000+i), tl, nil)
 	}
-	s.clk.Set(tl.Add(-time.Millisecond))
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range vs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i%2 == 1 {
-				time.Sleep(time.Duration(i) * time.Millisecond)
-			}
-			_, errs[i] = s.claim(vs[i].HtlcID, pres[i])
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(2 * time.Millisecond)
-		s.clk.Set(tl)
-		for k := 0; k < 3; k++ {
-			if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
-	wg.Wait()
-	if _, err := s.o.TimeoutSweep(s.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.run()
+	errs := s.raceTheSweep(n, tl, func(i int) error {
+		_, err := s.claim(vs[i].HtlcID, pres[i])
+		return err
+	})
 	var moves []move
 	settled := 0
 	for i, v := range vs {
