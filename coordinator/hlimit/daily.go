@@ -31,28 +31,47 @@ func (h *H) ConsumeDaily(ctx context.Context, tx *store.Tx, bankID string, amoun
 			map[string]any{"amount": amount, "bank_id": bankID})
 	}
 	date := clock.BusinessDate(h.clk.Now())
+	// One statement: the lazy reset and the guarded addition together,
+	// the total read back by RETURNING. Every right-hand side sees the
+	// row as it was, so both CASEs test the stored reset date.
+	var d Daily
+	var limit sql.NullInt64
+	var stored sql.NullString
+	err := tx.QueryRowContext(ctx,
+		`UPDATE Participants SET
+		   daily_amount_used = CASE WHEN daily_amount_last_reset_date IS NULL OR daily_amount_last_reset_date < ? THEN 0 ELSE daily_amount_used END + ?,
+		   daily_amount_last_reset_date = CASE WHEN daily_amount_last_reset_date IS NULL OR daily_amount_last_reset_date < ? THEN ? ELSE daily_amount_last_reset_date END
+		 WHERE bank_id = ? AND (daily_amount_limit IS NULL OR
+		   CASE WHEN daily_amount_last_reset_date IS NULL OR daily_amount_last_reset_date < ? THEN 0 ELSE daily_amount_used END + ? <= daily_amount_limit)
+		 RETURNING daily_amount_used, daily_amount_limit, daily_amount_last_reset_date`,
+		date, amount, date, date, bankID, date, amount).Scan(&d.Used, &limit, &stored)
+	if err == nil {
+		if limit.Valid {
+			d.Limit = &limit.Int64
+		}
+		d.BusinessDate = stored.String
+		return d, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Daily{}, fmt.Errorf("hlimit: consume daily %s: %w", bankID, err)
+	}
+	// Nothing updated: no such participant, or over the limit. The reset
+	// still applies, and the refusal reports the total as it then is.
 	if err := resetDaily(ctx, tx, bankID, date); err != nil {
 		return Daily{}, err
 	}
-	ok, err := store.Applied(tx.ExecContext(ctx,
-		`UPDATE Participants SET daily_amount_used = daily_amount_used + ?
-		 WHERE bank_id = ? AND (daily_amount_limit IS NULL OR daily_amount_used + ? <= daily_amount_limit)`,
-		amount, bankID, amount))
-	if err != nil {
-		return Daily{}, fmt.Errorf("hlimit: consume daily %s: %w", bankID, err)
-	}
-	d, err := readDaily(ctx, tx, bankID)
+	d, err = readDaily(ctx, tx, bankID)
 	if err != nil {
 		return Daily{}, err
 	}
-	if !ok {
-		h.log.InfoContext(ctx, "hlimit.daily_refused", "bank_id", bankID, "requested", amount,
-			"used", d.Used, "business_date", d.BusinessDate)
-		return Daily{}, domainerr.New("DAILY_LIMIT_EXCEEDED", "daily amount limit exceeded",
-			map[string]any{"bank_id": bankID, "business_date": d.BusinessDate, "requested": amount,
-				"used": d.Used, "limit": *d.Limit})
+	h.log.InfoContext(ctx, "hlimit.daily_refused", "bank_id", bankID, "requested", amount,
+		"used", d.Used, "business_date", d.BusinessDate)
+	if d.Limit == nil { // the limit was lifted between the statements: cannot happen inside the writer's transaction
+		return Daily{}, domainerr.New("INVARIANT_VIOLATION", "daily consumption refused without a daily limit", map[string]any{"bank_id": bankID})
 	}
-	return d, nil
+	return Daily{}, domainerr.New("DAILY_LIMIT_EXCEEDED", "daily amount limit exceeded",
+		map[string]any{"bank_id": bankID, "business_date": d.BusinessDate, "requested": amount,
+			"used": d.Used, "limit": *d.Limit})
 }
 
 // DailyDateKey is the payload field of a transfer's first FinalityLog

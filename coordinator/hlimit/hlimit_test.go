@@ -12,6 +12,7 @@ import (
 	"github.com/zcgw/zcgw/coordinator/clock"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/store/storetest"
 )
 
 // 2026-04-01 23:30 JST.
@@ -269,8 +270,20 @@ func TestReconcileReportsDrift(t *testing.T) {
 	}
 }
 
+// Both backends: ConsumeDaily's one UPDATE ... RETURNING (reset and
+// addition together) on SQLite and PostgreSQL.
 func TestDailyLimitResetsByJSTBusinessDate(t *testing.T) {
-	db := openDB(t)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		db, err := store.OpenCoordinator(context.Background(), b.Location(t, "zc"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dailyLimitResetsByJSTBusinessDate(t, db)
+	})
+}
+
+func dailyLimitResetsByJSTBusinessDate(t *testing.T, db *store.DB) {
 	seedBank(t, db, "001", 0)
 	exec(t, db, "UPDATE Participants SET daily_amount_limit = 1000, tx_amount_limit = 800 WHERE bank_id = '001'")
 	clk := clock.NewManual(t0) // 2026-04-01 23:30 JST

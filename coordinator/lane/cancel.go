@@ -3,6 +3,7 @@ package lane
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/finality"
@@ -79,21 +80,6 @@ func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelR
 		return CancelResult{}, err
 	}
 	issuer := issuerOrZC(c.Issuer)
-	cur, err := readRow(ctx, tx, c.TxID)
-	if err != nil {
-		return CancelResult{}, err
-	}
-	if cur.Owner != issuer {
-		return CancelResult{}, ownershipViolation(c.TxID, cur.Owner, issuer)
-	}
-	notApplied := CancelResult{Result: Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}}
-	guard := false
-	for _, s := range from {
-		guard = guard || s == cur.State
-	}
-	if !guard {
-		return notApplied, nil
-	}
 	cols := map[string]any{"reason_code": c.ReasonCode}
 	for k, v := range c.SetColumns {
 		if k == "reason_code" {
@@ -102,9 +88,25 @@ func (l *Lanes) CancelInTx(ctx context.Context, tx *store.Tx, c Cancel) (CancelR
 		cols[k] = v
 	}
 	now := l.now()
-	ok, err := casUpdate{txid: c.TxID, from: cur, to: DecidedCancel, newOwner: OwnerZC, setCols: cols, pending: true, updatedAt: now}.run(ctx, tx)
-	if err != nil || !ok {
+	var refused error
+	cur, ok, err := casGuarded(ctx, tx, c.TxID, func(cur row) bool {
+		refused = nil
+		if cur.Owner != issuer {
+			refused = ownershipViolation(c.TxID, cur.Owner, issuer)
+			return false
+		}
+		return slices.Contains(from, cur.State)
+	}, func(cur row) casUpdate {
+		return casUpdate{txid: c.TxID, from: cur, to: DecidedCancel, newOwner: OwnerZC, setCols: cols, pending: true, updatedAt: now}
+	})
+	notApplied := CancelResult{Result: Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}}
+	switch {
+	case err != nil:
 		return notApplied, err
+	case refused != nil:
+		return CancelResult{}, refused
+	case !ok:
+		return notApplied, nil
 	}
 	if err := l.fault(ctx, tx, c.TxID); err != nil {
 		return CancelResult{}, err

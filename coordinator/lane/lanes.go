@@ -83,6 +83,59 @@ func readRow(ctx context.Context, tx *store.Tx, txid string) (row, error) {
 	return r, nil
 }
 
+// rowMemo is the Tx memo key of the hint a transaction holds for txid's
+// guarded columns: the row as this transaction's last CAS on it left it
+// (casUpdate.run), or as its caller read it just before (HintRow).
+func rowMemo(txid string) string { return "lane.row:" + txid }
+
+// HintRow gives the primitives of tx the guarded columns of txid's row as
+// the caller last read them (a drive step that loaded the row on a read
+// snapshot), so the first primitive of tx on it need not read it again.
+// A hint is never trusted: casGuarded decides every refusal and every
+// not-applied on a row it read, and moves the row only by a CAS guarded
+// by state, version and owner, so a stale hint costs a read and nothing
+// else.
+func HintRow(tx *store.Tx, txid string, state TxState, version int64, owner string) {
+	tx.SetMemo(rowMemo(txid), row{State: state, Version: version, Owner: owner})
+}
+
+// casGuarded moves txid's row by the CAS build makes from it, if check
+// lets it. The row is the transaction's hint for txid when it has one
+// (rowMemo), else read (readRow, locked on PostgreSQL). A hint that check
+// refuses, or whose CAS does not apply, is dropped and the row read and
+// decided again: so cur is a read row whenever ok is false, and
+// PreviousState, ownership and not-applied answers are what they were
+// when every primitive read first. err is a read or CAS error.
+func casGuarded(ctx context.Context, tx *store.Tx, txid string, check func(cur row) bool, build func(cur row) casUpdate) (cur row, ok bool, err error) {
+	hinted := false
+	if v, have := tx.Memo(rowMemo(txid)); have {
+		cur, hinted = v.(row), true
+	}
+	for {
+		if !hinted {
+			if cur, err = readRow(ctx, tx, txid); err != nil {
+				return row{}, false, err
+			}
+		}
+		if !check(cur) {
+			if hinted {
+				hinted = false
+				continue
+			}
+			return cur, false, nil
+		}
+		ok, err := build(cur).run(ctx, tx)
+		if err != nil {
+			return cur, false, err
+		}
+		if !ok && hinted {
+			hinted = false
+			continue
+		}
+		return cur, ok, nil
+	}
+}
+
 func (l *Lanes) now() string { return clock.Stamp(l.clock.Now()) }
 
 func (l *Lanes) fault(ctx context.Context, tx *store.Tx, txid string) error {
@@ -165,9 +218,19 @@ func (u casUpdate) run(ctx context.Context, tx *store.Tx) (bool, error) {
 	args = append(args, u.txid, string(u.from.State), u.from.Version, u.from.Owner)
 	ok, err := store.Applied(tx.ExecContext(ctx, b.String(), args...))
 	if err != nil {
+		tx.Forget(rowMemo(u.txid))
 		return false, fmt.Errorf("lane: CAS %s %s->%s: %w", u.txid, u.from.State, u.to, err)
 	}
-	return ok, nil
+	if !ok {
+		tx.Forget(rowMemo(u.txid))
+		return false, nil
+	}
+	owner := u.from.Owner
+	if u.newOwner != "" {
+		owner = u.newOwner
+	}
+	tx.SetMemo(rowMemo(u.txid), row{State: u.to, Version: u.from.Version + 1, Owner: owner})
+	return true, nil
 }
 
 func impossible(txid string, from, to TxState) error {

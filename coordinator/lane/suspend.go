@@ -74,26 +74,28 @@ func (l *Lanes) SuspendInTx(ctx context.Context, tx *store.Tx, s Suspend) (Suspe
 		return SuspendResult{}, err
 	}
 	issuer := issuerOrZC(s.Issuer)
-	cur, err := readRow(ctx, tx, s.TxID)
-	if err != nil {
-		return SuspendResult{}, err
-	}
-	notApplied := Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}
-	if cur.Owner != issuer {
-		l.logger.WarnContext(ctx, "lane.suspend_skipped", "txid", s.TxID, "owner", cur.Owner, "issuer", issuer,
-			"state", string(cur.State), "reason_code", s.ReasonCode)
-		return SuspendResult{Result: notApplied, Skipped: true}, nil
-	}
-	if cur.State != s.From {
-		return SuspendResult{Result: notApplied}, nil
-	}
 	cols := map[string]any{"reason_code": s.ReasonCode}
 	for k, v := range s.SetColumns {
 		cols[k] = v
 	}
-	ok, err := casUpdate{txid: s.TxID, from: cur, to: s.To, newOwner: OwnerZC, setCols: cols, pending: true, updatedAt: l.now()}.run(ctx, tx)
-	if err != nil || !ok {
+	cur, ok, err := casGuarded(ctx, tx, s.TxID, func(cur row) bool {
+		return cur.Owner == issuer && cur.State == s.From
+	}, func(cur row) casUpdate {
+		return casUpdate{txid: s.TxID, from: cur, to: s.To, newOwner: OwnerZC, setCols: cols, pending: true, updatedAt: l.now()}
+	})
+	notApplied := Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}
+	switch {
+	case err != nil:
+		if cur == (row{}) {
+			return SuspendResult{}, err
+		}
 		return SuspendResult{Result: notApplied}, err
+	case !ok && cur.Owner != issuer:
+		l.logger.WarnContext(ctx, "lane.suspend_skipped", "txid", s.TxID, "owner", cur.Owner, "issuer", issuer,
+			"state", string(cur.State), "reason_code", s.ReasonCode)
+		return SuspendResult{Result: notApplied, Skipped: true}, nil
+	case !ok:
+		return SuspendResult{Result: notApplied}, nil
 	}
 	if err := l.fault(ctx, tx, s.TxID); err != nil {
 		return SuspendResult{}, err

@@ -79,20 +79,25 @@ func (l *Lanes) TransitionInTx(ctx context.Context, tx *store.Tx, t Transition) 
 		return Result{}, err
 	}
 	issuer := issuerOrZC(t.Issuer)
-	cur, err := readRow(ctx, tx, t.TxID)
-	if err != nil {
-		return Result{}, err
-	}
-	if cur.Owner != issuer {
-		return Result{}, ownershipViolation(t.TxID, cur.Owner, issuer)
-	}
+	var refused error
+	cur, ok, err := casGuarded(ctx, tx, t.TxID, func(cur row) bool {
+		refused = nil
+		if cur.Owner != issuer {
+			refused = ownershipViolation(t.TxID, cur.Owner, issuer)
+			return false
+		}
+		return cur.State == t.From
+	}, func(cur row) casUpdate {
+		return casUpdate{txid: t.TxID, from: cur, to: t.To, newOwner: t.NewOwner, setCols: t.SetColumns, pending: true, updatedAt: l.now()}
+	})
 	notApplied := Result{PreviousState: cur.State, State: cur.State, Version: cur.Version, Owner: cur.Owner}
-	if cur.State != t.From {
-		return notApplied, nil
-	}
-	ok, err := casUpdate{txid: t.TxID, from: cur, to: t.To, newOwner: t.NewOwner, setCols: t.SetColumns, pending: true, updatedAt: l.now()}.run(ctx, tx)
-	if err != nil || !ok {
+	switch {
+	case err != nil:
 		return notApplied, err
+	case refused != nil:
+		return Result{}, refused
+	case !ok:
+		return notApplied, nil
 	}
 	if err := l.fault(ctx, tx, t.TxID); err != nil {
 		return Result{}, err

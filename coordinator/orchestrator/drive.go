@@ -369,6 +369,7 @@ func (o *Orchestrator) toDecision(ctx context.Context, r txRow, prefix []lane.Tr
 	}
 	hResID := BatchReservationID(r.TxID) // the id a batch window reserves under, so its reservation is replayed
 	err := o.commit(ctx, func(tx *store.Tx) error {
+		hintRow(tx, r)
 		if err := o.applyInTx(ctx, tx, prefix...); err != nil {
 			return err
 		}
@@ -460,6 +461,7 @@ func (o *Orchestrator) executeDebit(ctx context.Context, r txRow) error {
 	}
 	now := clock.Stamp(o.clk.Now())
 	return o.db.Write(ctx, func(tx *store.Tx) error {
+		hintRow(tx, r)
 		res, err := o.lanes.TransitionInTx(ctx, tx, lane.Transition{TxID: r.TxID, From: r.State, To: lane.PayerExecConfirmed,
 			EventType: finality.PayerExecConfirmed, SetColumns: map[string]any{"payer_bank_proof_ref": string(proof), "reason_code": nil},
 			Payload: map[string]any{"result": bankapi.ResultOK, "bank_proof_ref": resp.BankProofRef}})
@@ -582,6 +584,7 @@ func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) (done bool, e
 func (o *Orchestrator) settle(ctx context.Context, r txRow, proof *bankapi.BankProofRef) error {
 	now := clock.Stamp(o.clk.Now())
 	return o.commit(ctx, func(tx *store.Tx) error {
+		hintRow(tx, r)
 		from := r.State
 		if proof != nil {
 			pj, err := json.Marshal(proof)

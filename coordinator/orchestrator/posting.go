@@ -146,24 +146,21 @@ func checkCorePosting(p CorePosting) error {
 }
 
 // recordCorePostingTx records one checked report inside tx: the state
-// alone is read (not the whole transfer row), the same ref and status on
-// the chain is a repeat.
+// alone is read (not the whole transfer row), in the same statement as
+// whether the chain already holds the same ref and status (a repeat).
 func (o *Orchestrator) recordCorePostingTx(ctx context.Context, tx *store.Tx, p CorePosting) (bool, error) {
 	typ := corePostingEvent[p.Status]
 	var state string
-	err := tx.QueryRowContext(ctx, `SELECT state FROM Transactions WHERE txid = ?`, p.TxID).Scan(&state)
+	var seen bool
+	err := tx.QueryRowContext(ctx, `SELECT t.state, EXISTS (SELECT 1 FROM FinalityLog f WHERE f.txid = t.txid AND f.event_type = ?
+		AND json_extract(f.payload_json, '$.ref') = ?) FROM Transactions t WHERE t.txid = ?`, string(typ), p.Ref, p.TxID).Scan(&state, &seen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, domainerr.New("TX_NOT_FOUND", "transaction not found", map[string]any{"txid": p.TxID})
 	}
 	if err != nil {
 		return false, wrapDB("core posting state", err)
 	}
-	var seen int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM FinalityLog WHERE txid = ? AND event_type = ?
-		AND json_extract(payload_json, '$.ref') = ?`, p.TxID, string(typ), p.Ref).Scan(&seen); err != nil {
-		return false, wrapDB("core posting seen", err)
-	}
-	if seen > 0 {
+	if seen {
 		return false, nil
 	}
 	e, err := o.flog.Append(ctx, tx, finality.Event{TxID: p.TxID, Type: typ, StateFrom: state, StateTo: state, Payload: p})

@@ -81,6 +81,11 @@ func (o *Orchestrator) load(ctx context.Context, txid string) (r txRow, err erro
 	return r, err
 }
 
+// hintRow hands the primitives of tx the guarded columns of r as this
+// step loaded them, so its first transition does not read the row again
+// (lane.HintRow: verified by the CAS, a stale one costs a read).
+func hintRow(tx *store.Tx, r txRow) { lane.HintRow(tx, r.TxID, r.State, r.Version, r.Owner) }
+
 // setProgress updates OrchestratorTransfers columns of txid inside tx.
 func setProgress(ctx context.Context, tx *store.Tx, txid, now string, sets string, args ...any) error {
 	args = append(args, now, txid)

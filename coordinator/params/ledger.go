@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -44,16 +45,27 @@ func DefaultValue(d Def) Value {
 	return v
 }
 
-// ShowTx reads one parameter inside tx (read or write transaction).
-func ShowTx(ctx context.Context, tx *store.Tx, name Name) (Value, error) {
+// ShowTx reads one parameter inside tx (read or write transaction), once
+// per transaction: the value is remembered in the Tx memo (the Submits
+// and decisions a group commit carries read it once), and Ledger.Set,
+// the one writer of ParameterLedger, forgets it (forgetMemos).
+func ShowTx(ctx context.Context, tx *store.Tx, name Name) (v Value, err error) {
 	d, err := Lookup(name)
 	if err != nil {
 		return Value{}, err
 	}
-	v := DefaultValue(d)
+	v = DefaultValue(d)
 	if d.BankOnly {
 		return v, nil
 	}
+	if m, ok := tx.Memo(showMemo(name)); ok {
+		return m.(Value), nil
+	}
+	defer func() {
+		if err == nil {
+			tx.SetMemo(showMemo(name), v)
+		}
+	}()
 	err = tx.QueryRowContext(ctx, `SELECT value, version, evidence_ref, reason, changed_by, changed_at, log_id
 		FROM ParameterLedger WHERE name = ?`, string(name)).
 		Scan(&v.Value, &v.Version, &v.EvidenceRef, &v.Reason, &v.ChangedBy, &v.ChangedAt, &v.LogID)
@@ -136,6 +148,9 @@ func bankDef(name Name) (Def, error) {
 // operator changed (a parameter absent from the map has its default), for
 // a reader that needs several parameters at once.
 func ChangedTx(ctx context.Context, tx *store.Tx) (map[Name]int64, error) {
+	if m, ok := tx.Memo(changedMemo); ok {
+		return maps.Clone(m.(map[Name]int64)), nil
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT name, value FROM ParameterLedger`)
 	if err != nil {
 		return nil, fmt.Errorf("params: read the ledger: %w", err)
@@ -153,7 +168,21 @@ func ChangedTx(ctx context.Context, tx *store.Tx) (map[Name]int64, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("params: read the ledger: %w", err)
 	}
+	tx.SetMemo(changedMemo, maps.Clone(out))
 	return out, nil
+}
+
+// The Tx memo keys of what ShowTx and ChangedTx read (once per
+// transaction).
+const changedMemo = "params.changed"
+
+func showMemo(name Name) string { return "params.show:" + string(name) }
+
+// forgetMemos drops what this transaction remembered of name: it was just
+// written (a neighbour in the same group commit may have read it before).
+func forgetMemos(tx *store.Tx, name Name) {
+	tx.Forget(changedMemo)
+	tx.Forget(showMemo(name))
 }
 
 // GetTx is the current value of name inside tx: the ledger's, or the
@@ -386,6 +415,7 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 				WHERE name = ? AND value = ? AND version = ?`,
 				c.New, c.EvidenceRef, c.Reason, c.By, now, string(c.Name), c.Old, cur.Version))
 		}
+		forgetMemos(tx, c.Name)
 		if err != nil {
 			return fmt.Errorf("params: write %s: %w", c.Name, err)
 		}
@@ -402,6 +432,7 @@ func (l *Ledger) Set(ctx context.Context, c Change) (Result, error) {
 		if _, err := tx.ExecContext(ctx, `UPDATE ParameterLedger SET log_id = ? WHERE name = ?`, e.LogID, string(c.Name)); err != nil {
 			return fmt.Errorf("params: record the chain entry of %s: %w", c.Name, err)
 		}
+		forgetMemos(tx, c.Name)
 		v, err := ShowTx(ctx, tx, c.Name)
 		res = Result{Changed: true, Value: v}
 		return err

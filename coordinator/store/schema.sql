@@ -87,6 +87,9 @@ CREATE TABLE IF NOT EXISTS HReservations (
   currency       TEXT    NOT NULL DEFAULT 'JPY'             -- JPY: Participants; else ParticipantCurrencyLimits
 );
 CREATE INDEX IF NOT EXISTS idx_hres_bank ON HReservations(bank_id, is_released);
+-- zcgw addition: a transfer's open reservations (hlimit.ReleaseForTx at every
+-- settle and cancel) found by index, not by a scan of every reservation ever made.
+CREATE INDEX IF NOT EXISTS idx_hres_txid ON HReservations(txid, is_released);
 
 CREATE TABLE IF NOT EXISTS ParticipantCurrencyLimits (
   bank_id  TEXT    NOT NULL,

@@ -29,8 +29,27 @@ import (
 	"sync"
 	"sync/atomic"
 
-	_ "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
+	sqlite3 "github.com/mattn/go-sqlite3" // SQLite driver "sqlite3"
 )
+
+// writerDriver is the SQLite driver of every writer connection: each
+// connection's temporary store is in memory, so the statement journal a
+// savepoint keeps (every group-commit caller runs in one, group.go) holds
+// the pages it saves in memory instead of spilling them, past 64 KiB, to
+// an unnamed temporary file opened for the transaction (one open and a
+// pwrite per saved page). It is only the undo of a savepoint inside an
+// open transaction: the WAL and synchronous=FULL keep durability as
+// before. The readers keep file-backed temporaries (their large sorts).
+const writerDriver = "sqlite3-zcgw-writer"
+
+func init() {
+	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if _, err := c.Exec("PRAGMA temp_store = MEMORY", nil); err != nil {
+			return fmt.Errorf("store: temp_store: %w", err)
+		}
+		return nil
+	}})
+}
 
 // DB is an embedded SQLite database with one writer and a read pool.
 type DB struct {
@@ -97,7 +116,7 @@ func Open(ctx context.Context, path, schema string) (*DB, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
-	w, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate&_cache_size=-32768")
+	w, err := sql.Open(writerDriver, base+"?"+common+"&_txlock=immediate&_cache_size=-32768")
 	if err != nil {
 		return nil, fmt.Errorf("store: open writer %s: %w", path, err)
 	}
