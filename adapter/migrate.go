@@ -42,6 +42,9 @@ func Migrate(ctx context.Context, db *store.DB) error {
 	if db.Postgres() {
 		return nil
 	}
+	if err := migrateShadowTriggers(ctx, db); err != nil {
+		return err
+	}
 	old := func(tx *store.Tx) (bool, error) {
 		var ddl string
 		err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'AdapterReconDrift'`).Scan(&ddl)

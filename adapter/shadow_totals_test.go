@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -91,5 +92,80 @@ func TestShadowTotalsMatchTheirSums(t *testing.T) {
 	}
 	if applied != -9 || unsettled != 0 { // only P3 is left: APPLIED debit of 9 on h:b
 		t.Errorf("totals applied %d unsettled %d, want -9 and 0", applied, unsettled)
+	}
+}
+
+// A database whose shadow triggers are an earlier version's (the IN-list
+// form) gets this version's on its next OpenDB, and the totals the old
+// triggers kept stay exact under the new ones.
+func TestOpenDBReplacesOldShadowTriggers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "adapter.db")
+	db, err := OpenDB(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(st string, statuses []string) string {
+		return st + " IN ('" + strings.Join(statuses, "','") + "')"
+	}
+	old := map[string]string{}
+	for name, sql := range liteTriggers {
+		for _, st := range []string{"OLD.status", "NEW.status", "o.status"} {
+			sql = strings.ReplaceAll(sql, oneOf(st, pendingStatuses), in(st, pendingStatuses))
+			sql = strings.ReplaceAll(sql, oneOf(st, unsettledStatuses), in(st, unsettledStatuses))
+		}
+		old[name] = sql
+	}
+	if old["trg_shadow_outbox_upd"] == liteTriggers["trg_shadow_outbox_upd"] {
+		t.Fatal("the old form of trg_shadow_outbox_upd equals the new one")
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if err := db.Write(ctx, func(tx *store.Tx) error { _, err := tx.ExecContext(ctx, q, args...); return err }); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for name, sql := range old {
+		exec(`DROP TRIGGER ` + name)
+		exec(sql)
+	}
+	exec(`INSERT INTO AdapterAccounts (account_hash, core_account, holder_name, status, opening_balance, created_at, updated_at)
+		VALUES ('h:a', 'C-a', 'X', 'ACTIVE', 1000, 't', 't')`)
+	exec(`INSERT INTO AdapterOutbox (ref, txid, bank, account, kind, amount, status, created_at, updated_at)
+		VALUES ('P1', 'TX', '001', 'C', 'DEBIT', 30, 'PENDING', 't', 't')`)
+	exec(`INSERT INTO AdapterPostings (ref, outbox_id, txid, account_hash, kind, direction, amount, request_id, created_at)
+		VALUES ('P1', 0, 'TX', 'h:a', 'DEBIT', -1, 30, 'R', 't')`)
+	exec(`UPDATE AdapterOutbox SET status = 'CLAIMED' WHERE ref = 'P1'`)
+	db.Close()
+
+	if db, err = OpenDB(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, want := range liteTriggers {
+		var have string
+		if err := db.Read(ctx, func(tx *store.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?`, name).Scan(&have)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if have != strings.Replace(want, "IF NOT EXISTS ", "", 1) {
+			t.Errorf("trigger %s after OpenDB:\n%s\nwant this version's:\n%s", name, have, want)
+		}
+	}
+	a := &Adapter{db: db}
+	checkShadowTotals(t, a)
+	for _, st := range []string{"APPLIED", "IN_DOUBT", "PENDING", "BLOCKED", "APPLIED"} {
+		exec(`UPDATE AdapterOutbox SET status = ? WHERE ref = 'P1'`, st)
+		checkShadowTotals(t, a)
+	}
+	var applied, pd int64
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT applied, pending_debits FROM AdapterShadowTotals WHERE account_hash = 'h:a'`).Scan(&applied, &pd)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if applied != -30 || pd != 0 {
+		t.Errorf("h:a applied %d pending debits %d, want -30 and 0", applied, pd)
 	}
 }

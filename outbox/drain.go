@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/store"
 )
@@ -77,7 +78,7 @@ func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick strin
 	t := o.clk.Now()
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		c, ok, err = o.claimTx(ctx, tx, t, from, owner, pick, args...)
+		c, ok, err = o.claimTx(ctx, tx, nil, t, from, owner, pick, args...)
 		return err
 	})
 	if err != nil {
@@ -90,8 +91,9 @@ func (o *Outbox) claimPicked(ctx context.Context, from Status, owner, pick strin
 	return c, ok, nil
 }
 
-// claimTx is claimPicked's guarded UPDATE and state-log line, in tx.
-func (o *Outbox) claimTx(ctx context.Context, tx *store.Tx, t time.Time, from Status, owner, pick string, args ...any) (c claim, ok bool, err error) {
+// claimTx is claimPicked's guarded UPDATE and state-log line, in tx (the
+// line appended to facts when not nil: stateLogTo).
+func (o *Outbox) claimTx(ctx context.Context, tx *store.Tx, facts *[]entitystate.Fact, t time.Time, from Status, owner, pick string, args ...any) (c claim, ok bool, err error) {
 	c.token = newToken()
 	now, at, until := clock.Stamp(t), sortableStamp(t), sortableStamp(t.Add(o.lease))
 	var kind, route string
@@ -107,7 +109,7 @@ func (o *Outbox) claimTx(ctx context.Context, tx *store.Tx, t time.Time, from St
 		return c, false, err
 	}
 	c.p.Kind, c.p.Route = Kind(kind), Route(route)
-	return c, true, o.stateLog(ctx, tx, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref, "owner": owner})
+	return c, true, o.stateLogTo(ctx, tx, facts, c.id, "OutboxClaimed", from, Claimed, "", o.actor, map[string]any{"ref": c.p.Ref, "owner": owner})
 }
 
 // detached is the context an outcome is recorded in: not the caller's, so a
@@ -132,7 +134,7 @@ func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, 
 	t := o.clk.Now()
 	err = o.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		fenced, err = o.finishTx(ctx, tx, t, c, to, event, reason, lastErr, coreRef, sent, looked)
+		fenced, err = o.finishTx(ctx, tx, nil, t, c, to, event, reason, lastErr, coreRef, sent, looked)
 		return err
 	})
 	if err != nil {
@@ -144,8 +146,9 @@ func (o *Outbox) finish(ctx context.Context, c claim, to Status, event, reason, 
 	return fenced, nil
 }
 
-// finishTx is finish's guarded UPDATE and state-log line, in tx.
-func (o *Outbox) finishTx(ctx context.Context, tx *store.Tx, t time.Time, c claim, to Status, event, reason, lastErr, coreRef string,
+// finishTx is finish's guarded UPDATE and state-log line, in tx (the line
+// appended to facts when not nil: stateLogTo).
+func (o *Outbox) finishTx(ctx context.Context, tx *store.Tx, facts *[]entitystate.Fact, t time.Time, c claim, to Status, event, reason, lastErr, coreRef string,
 	sent, looked bool) (fenced bool, err error) {
 	now := clock.Stamp(t)
 	var applied, caseTok, caseAt any
@@ -169,7 +172,7 @@ func (o *Outbox) finishTx(ctx context.Context, tx *store.Tx, t time.Time, c clai
 	if n, _ := res.RowsAffected(); n != 1 {
 		return true, nil
 	}
-	return false, o.stateLog(ctx, tx, c.id, event, Claimed, to, reason, o.actor, map[string]any{"ref": c.p.Ref, "txid": c.p.TxID})
+	return false, o.stateLogTo(ctx, tx, facts, c.id, event, Claimed, to, reason, o.actor, map[string]any{"ref": c.p.Ref, "txid": c.p.TxID})
 }
 
 // Drain sends up to limit claimable postings, one claim at a time. It
@@ -321,14 +324,15 @@ func (o *Outbox) sendBatch(ctx context.Context, bc BatchCore, cs []claim, res *D
 	fenced := make([]bool, len(cs))
 	t := o.clk.Now()
 	err = o.db.Write(rctx, func(tx *store.Tx) error {
+		var facts []entitystate.Fact
 		for i, c := range cs {
 			oc := ocs[i]
 			var err error
-			if fenced[i], err = o.finishTx(rctx, tx, t, c, oc.to, oc.event, oc.reason, oc.lastErr, oc.coreRef, oc.sent, false); err != nil {
+			if fenced[i], err = o.finishTx(rctx, tx, &facts, t, c, oc.to, oc.event, oc.reason, oc.lastErr, oc.coreRef, oc.sent, false); err != nil {
 				return err
 			}
 		}
-		return nil
+		return o.recordFacts(rctx, tx, facts)
 	})
 	if err != nil {
 		return true, fmt.Errorf("outbox: record a batch of %d outcomes: %w", len(cs), err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -513,7 +514,14 @@ func init() {
 // stateLog appends one EntityStateLog row in tx, recording a change this
 // package has just made with its own guarded UPDATE.
 func (o *Outbox) stateLog(ctx context.Context, tx *store.Tx, id int64, event string, from, to Status, reason, actor string, payload map[string]any) error {
-	f := entitystate.Fact{EntityType: EntityType, EntityID: fmt.Sprint(id), EventType: event, To: string(to),
+	return o.stateLogTo(ctx, tx, nil, id, event, from, to, reason, actor, payload)
+}
+
+// stateLogTo is stateLog, or, with facts, appends the row to *facts for
+// the caller to write with the rest of its batch (entitystate.RecordAll:
+// one multi-row INSERT).
+func (o *Outbox) stateLogTo(ctx context.Context, tx *store.Tx, facts *[]entitystate.Fact, id int64, event string, from, to Status, reason, actor string, payload map[string]any) error {
+	f := entitystate.Fact{EntityType: EntityType, EntityID: strconv.FormatInt(id, 10), EventType: event, To: string(to),
 		ReasonCode: reason, Actor: actor}
 	if payload != nil {
 		f.Payload = payload
@@ -522,8 +530,23 @@ func (o *Outbox) stateLog(ctx context.Context, tx *store.Tx, id int64, event str
 		s := string(from)
 		f.From = &s
 	}
+	if facts != nil {
+		*facts = append(*facts, f)
+		return nil
+	}
 	if err := entitystate.Record(ctx, tx, o.clk, f); err != nil {
 		return fmt.Errorf("outbox: state log %d %s->%s: %w", id, from, to, err)
+	}
+	return nil
+}
+
+// recordFacts writes the state-log rows a batch collected (stateLogTo).
+func (o *Outbox) recordFacts(ctx context.Context, tx *store.Tx, facts []entitystate.Fact) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	if err := entitystate.RecordAll(ctx, tx, o.clk, facts); err != nil {
+		return fmt.Errorf("outbox: state log of %d postings: %w", len(facts), err)
 	}
 	return nil
 }

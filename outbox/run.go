@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zcgw/zcgw/coordinator/clock"
+	"github.com/zcgw/zcgw/coordinator/entitystate"
 	"github.com/zcgw/zcgw/coordinator/failpoint"
 	"github.com/zcgw/zcgw/coordinator/procid"
 	"github.com/zcgw/zcgw/coordinator/store"
@@ -367,15 +368,17 @@ func (o *Outbox) pass(ctx context.Context, owner string, accounts int) (DrainRes
 }
 
 // claimHeads claims every claimable head in one write transaction (each
-// row by its own guarded UPDATE, as claimPicked does) and moves the turn
-// cursor past the last of them.
+// row by its own guarded UPDATE, as claimPicked does; their state-log
+// rows by one multi-row INSERT) and moves the turn cursor past the last
+// of them.
 func (o *Outbox) claimHeads(ctx context.Context, owner string, heads []head) ([]claim, error) {
 	var cs []claim
 	t := o.clk.Now()
 	err := o.db.Write(ctx, func(tx *store.Tx) error {
 		cs = cs[:0]
+		var facts []entitystate.Fact
 		for _, h := range heads {
-			c, ok, err := o.claimTx(ctx, tx, t, Pending, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ? AND `+claimable, h.id)
+			c, ok, err := o.claimTx(ctx, tx, &facts, t, Pending, owner, `SELECT o.id FROM AdapterOutbox o WHERE o.id = ? AND `+claimable, h.id)
 			if err != nil {
 				return err
 			}
@@ -383,7 +386,7 @@ func (o *Outbox) claimHeads(ctx context.Context, owner string, heads []head) ([]
 				cs = append(cs, c)
 			}
 		}
-		return nil
+		return o.recordFacts(ctx, tx, facts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim a batch: %w", err)

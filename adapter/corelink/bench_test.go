@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,13 @@ func benchDrain(b *testing.B, w *world, pipeline int) {
 	for i := 0; i < len(ps); i += 500 {
 		w.enqueue(b, ps[i:min(i+500, len(ps))]...)
 	}
+	mqStats := func() int64 { // mq.db commits (embedded only; 0 otherwise)
+		if e, ok := w.tr.(*embedded.Transport); ok {
+			return e.Stats().Commits
+		}
+		return 0
+	}
+	mq0, ad0, core0, cpu0 := mqStats(), w.db.Stats().Commits, w.core.DB().Stats().Commits, cpuTime()
 	b.ResetTimer()
 	start := time.Now()
 	rctx, stop := context.WithCancel(ctx)
@@ -139,6 +147,7 @@ func benchDrain(b *testing.B, w *world, pipeline int) {
 	}
 	el := time.Since(start)
 	b.StopTimer()
+	mq1, ad1, core1, cpu1 := mqStats(), w.db.Stats().Commits, w.core.DB().Stats().Commits, cpuTime()
 	stop()
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -153,8 +162,26 @@ func benchDrain(b *testing.B, w *world, pipeline int) {
 		b.Fatalf("core journalled %d postings of %d", journal, b.N)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "postings/s")
+	// Per posting, the figures a loaded machine does not blur: CPU of the
+	// whole process (outbox, link, transport, simulated core) and commits
+	// (fsyncs) of each file.
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-us/posting")
+	if mq1 > 0 {
+		b.ReportMetric(float64(mq1-mq0)/float64(b.N), "mq-commits/posting")
+	}
+	b.ReportMetric(float64(ad1-ad0)/float64(b.N), "adapter-commits/posting")
+	b.ReportMetric(float64(core1-core0)/float64(b.N), "core-commits/posting")
 	b.ReportMetric(float64(tc.percentile(0.50).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(tc.percentile(0.99).Microseconds())/1000, "p99-ms")
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkDrainEmbedded: postings drained end to end (outbox claim,

@@ -254,17 +254,35 @@ func (c *Core) serveBatch(ctx context.Context, sess mq.Session, cfg ServeConfig,
 		}
 		return clock.Sleep(ctx, cfg.Poll)
 	}
-	if len(msgs) == 1 {
+	if len(msgs) == 1 && (c.single > 0 || c.faultsArmed()) {
 		c.single = max(c.single-1, 0)
 		return c.serveOne(ctx, sess, cfg, policy, msgs[0])
 	}
-	if err := c.processBatch(ctx, sess, cfg, policy, msgs); err != nil {
-		c.log.WarnContext(ctx, "coresim.batch_backout", "bank", c.bank, "requests", len(msgs), "err", err.Error())
-		_ = sess.Rollback(context.WithoutCancel(ctx))
-		c.single = len(msgs)
+	// While requests keep coming, each batch's commit also takes the next
+	// batch (mq.CommitAndGet: one MQ commit per batch instead of a commit
+	// and a claim), for up to chainRounds batches under this one hold of
+	// the serving lock, so SetOffline waits at most that long. A chained
+	// batch is served as a batch whatever its size; a fault armed meanwhile
+	// ends the chain (its requests are then served one at a time).
+	for round := 1; ; round++ {
+		chain := round < chainRounds && !c.faultsArmed() && c.Online(c.clk.Now())
+		next, err := c.processBatch(ctx, sess, cfg, policy, msgs, chain)
+		if err != nil {
+			c.log.WarnContext(ctx, "coresim.batch_backout", "bank", c.bank, "requests", len(msgs), "err", err.Error())
+			_ = sess.Rollback(context.WithoutCancel(ctx))
+			c.single = len(msgs)
+			return true
+		}
+		if len(next) == 0 {
+			return true
+		}
+		msgs = next
 	}
-	return true
 }
+
+// chainRounds bounds how many batches serveBatch serves back to back, each
+// taken by the previous one's commit.
+const chainRounds = 16
 
 // serveOne processes one request got in sess's open unit of work.
 func (c *Core) serveOne(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy, msg *mq.Message) bool {
@@ -352,8 +370,11 @@ func (c *Core) process(ctx context.Context, sess mq.Session, cfg ServeConfig, ms
 // their backout threshold are moved to the backout queue, the others are
 // applied in one core transaction (each as process would: a redelivered
 // MsgID is answered from its stored reply), then every reply is put and
-// the unit committed. An error means "back the whole unit out".
-func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy, msgs []*mq.Message) error {
+// the unit committed. With chain, the commit also gets the next batch of
+// requests (no wait), returned in the new unit. An error means "back the
+// whole unit out" (the new unit's, when the commit itself had succeeded:
+// then it holds only the next batch, if any).
+func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfig, policy mq.PoisonPolicy, msgs []*mq.Message, chain bool) ([]*mq.Message, error) {
 	type item struct {
 		msg   *mq.Message
 		reply []byte
@@ -363,7 +384,7 @@ func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfi
 	for _, msg := range msgs {
 		if cp := mq.PoisonCopy(cfg.RequestQueue, msg, policy, "core could not process the request"); cp != nil {
 			if err := sess.Put(ctx, policy.BackoutQueue, cp); err != nil {
-				return err
+				return nil, err
 			}
 			c.log.WarnContext(ctx, "coresim.poison", "bank", c.bank, "msg_id", msg.MsgID.String(),
 				"backout_count", msg.BackoutCount, "backout_queue", cfg.BackoutQueue)
@@ -398,7 +419,7 @@ func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfi
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, it := range items {
 		if it.seen {
@@ -406,9 +427,12 @@ func (c *Core) processBatch(ctx context.Context, sess mq.Session, cfg ServeConfi
 		}
 		if it.msg.ReplyTo != "" {
 			if err := mq.Reply(ctx, sess, it.msg, &mq.Message{Body: it.reply, Expiry: cfg.ReplyExpiry}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return sess.Commit(context.WithoutCancel(ctx))
+	if !chain {
+		return nil, sess.Commit(context.WithoutCancel(ctx))
+	}
+	return mq.CommitAndGet(context.WithoutCancel(ctx), sess, cfg.RequestQueue, cfg.Batch)
 }

@@ -25,6 +25,63 @@ type BatchGetter interface {
 	GetBatch(ctx context.Context, queue string, max int, matches ...Match) ([]*Message, error)
 }
 
+// Taker is a Session that can take messages and commit in one durable
+// step: TakeBatch is GetBatch followed by Commit, with nothing between
+// them. The embedded backend removes the messages with one statement in
+// one transaction when no unit of work is open (one commit instead of the
+// claim's and the removal's). A crash can never leave such a message
+// claimed: it is either still on the queue, never delivered, or gone.
+type Taker interface {
+	TakeBatch(ctx context.Context, queue string, max int, matches ...Match) ([]*Message, error)
+}
+
+// CommitGetter is a Session that can commit its unit of work and, in the
+// same durable step, get (without waiting) the messages that start the
+// next one. The messages it returns are the new unit's exactly as
+// GetBatch's would be: hidden from every other getter, removed by the next
+// Commit, restored with BackoutCount+1 by Rollback or a crash. The
+// embedded backend does both in one transaction (one commit instead of the
+// commit's and the next claim's).
+type CommitGetter interface {
+	CommitAndGet(ctx context.Context, queue string, max int, matches ...Match) ([]*Message, error)
+}
+
+// TakeBatch is Taker.TakeBatch on any Session: through the session's own
+// when it has one, otherwise GetThenCommit.
+func TakeBatch(ctx context.Context, s Session, queue string, max int, matches ...Match) ([]*Message, error) {
+	if t, ok := s.(Taker); ok {
+		return t.TakeBatch(ctx, queue, max, matches...)
+	}
+	return GetThenCommit(ctx, s, queue, max, matches...)
+}
+
+// GetThenCommit is GetBatch then Commit (the unit's other work is
+// committed with the gets). A get that failed after taking some messages
+// backs the unit out.
+func GetThenCommit(ctx context.Context, s Session, queue string, max int, matches ...Match) ([]*Message, error) {
+	msgs, err := GetBatch(ctx, s, queue, max, matches...)
+	if err != nil {
+		if len(msgs) > 0 {
+			_ = s.Rollback(context.WithoutCancel(ctx))
+		}
+		return nil, err
+	}
+	if err := s.Commit(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// CommitAndGet is CommitGetter.CommitAndGet on any Session: through the
+// session's own when it has one, otherwise Commit and no message (the
+// caller gets the next ones with GetBatch, as it would without).
+func CommitAndGet(ctx context.Context, s Session, queue string, max int, matches ...Match) ([]*Message, error) {
+	if cg, ok := s.(CommitGetter); ok {
+		return cg.CommitAndGet(ctx, queue, max, matches...)
+	}
+	return nil, s.Commit(ctx)
+}
+
 // lookFor bounds each look after the first in GetBatch's fallback.
 const lookFor = 25 * time.Millisecond
 
@@ -138,7 +195,7 @@ func SendRequests(ctx context.Context, s Session, queue, replyQueue string, reqs
 
 // AwaitReplies gets the replies on replyQueue to the requests ids, waiting
 // until all are there or ctx is done, and commits each batch of gets it
-// takes. It returns the replies it got by request id; a request missing
+// takes (TakeBatch: one durable step per batch where the backend can). It returns the replies it got by request id; a request missing
 // from the map got no reply in time (its outcome is in doubt; a late reply
 // stays on the queue). The error is nil when every reply came, a
 // *ReplyTimeoutError (for the first missing id) when the wait ran out,
@@ -159,17 +216,11 @@ func AwaitReplies(ctx context.Context, s Session, replyQueue string, ids []ID) (
 		if len(matches) == 0 {
 			return got, nil
 		}
-		msgs, err := GetBatch(ctx, s, replyQueue, len(matches), matches...)
+		msgs, err := TakeBatch(ctx, s, replyQueue, len(matches), matches...)
 		if err != nil {
-			if len(msgs) > 0 {
-				_ = s.Rollback(context.WithoutCancel(ctx))
-			}
 			if errors.Is(err, ErrNoMessage) {
 				return got, &ReplyTimeoutError{RequestID: matches[0].CorrelID, ReplyQueue: replyQueue, Err: err}
 			}
-			return got, err
-		}
-		if err := s.Commit(context.WithoutCancel(ctx)); err != nil {
 			return got, err
 		}
 		for _, m := range msgs {

@@ -384,3 +384,73 @@ func TestConnectionsShareOneHandle(t *testing.T) {
 		t.Fatalf("counters after reopening: %+v, had %+v", got, closed)
 	}
 }
+
+// TestTakeAndCommitAndGetAreOneCommitEach: the embedded backend does
+// TakeBatch (no unit open) and CommitAndGet each in one transaction, one
+// commit where GetBatch+Commit and Commit+GetBatch are two: the reply
+// queue's take and the core's commit-and-claim of the posting round.
+func TestTakeAndCommitAndGetAreOneCommitEach(t *testing.T) {
+	ctx := context.Background()
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
+	c := mustConnect(t, tr)
+	defer c.Close()
+	for _, q := range []string{"REQ", "REPLY"} {
+		if err := c.DeclareQueue(ctx, mq.QueueSpec{Name: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := c.Session(ctx)
+	for _, b := range []string{"r0", "r1", "r2"} {
+		if err := s.Put(ctx, "REQ", &mq.Message{Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Get(ctx, "REQ", mq.Any); err != nil || string(m.Body) != "r0" {
+		t.Fatalf("get: %v %v", m, err)
+	}
+	if err := s.Put(ctx, "REPLY", &mq.Message{Body: []byte("a0")}); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.Stats().Commits
+	next, err := mq.CommitAndGet(ctx, s, "REQ", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(bodiesOf(next), ","); got != "r1,r2" {
+		t.Fatalf("commit and get returned %s, want r1,r2", got)
+	}
+	if got := tr.Stats().Commits - before; got != 1 {
+		t.Fatalf("commit and get: %d commits, want 1", got)
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before = tr.Stats().Commits
+	taken, err := mq.TakeBatch(ctx, s, "REPLY", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(bodiesOf(taken), ","); got != "a0" {
+		t.Fatalf("take returned %s, want a0", got)
+	}
+	if got := tr.Stats().Commits - before; got != 1 {
+		t.Fatalf("take: %d commits, want 1", got)
+	}
+	if d, err := c.Depth(ctx, "REPLY"); err != nil || d != 0 {
+		t.Fatalf("REPLY depth after the take: %d %v, want 0", d, err)
+	}
+	if d, err := c.Depth(ctx, "REQ"); err != nil || d != 0 {
+		t.Fatalf("REQ depth after the commit: %d %v, want 0", d, err)
+	}
+}
+
+func bodiesOf(ms []*mq.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Body))
+	}
+	return out
+}

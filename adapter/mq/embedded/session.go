@@ -73,10 +73,30 @@ func (s *session) GetBatch(ctx context.Context, queue string, max int, matches .
 	return s.getN(ctx, "get", queue, mq.BatchMax(max), matches)
 }
 
+// TakeBatch is mq.Taker's: GetBatch and Commit as one durable step. With
+// no unit of work open it removes the messages with one DELETE …
+// RETURNING in one write transaction (one commit where GetBatch's claim
+// and Commit's removal are two); with one open it is GetBatch then Commit.
+func (s *session) TakeBatch(ctx context.Context, queue string, max int, matches ...mq.Match) ([]*mq.Message, error) {
+	s.mu.Lock()
+	open := s.claims > 0 || len(s.puts) > 0
+	s.mu.Unlock()
+	if open {
+		return mq.GetThenCommit(ctx, s, queue, max, matches...)
+	}
+	return s.getNMode(ctx, "get", queue, mq.BatchMax(max), matches, true)
+}
+
 // getN waits until at least one message selected by matches is there
 // (woken by commits on this file in this process, or by the fallback poll
 // for other processes) and claims up to n of them.
 func (s *session) getN(ctx context.Context, op, queue string, n int, matches []mq.Match) ([]*mq.Message, error) {
+	return s.getNMode(ctx, op, queue, n, matches, false)
+}
+
+// getNMode is getN; take=true removes the messages at once (TakeBatch)
+// instead of claiming them for the unit of work.
+func (s *session) getNMode(ctx context.Context, op, queue string, n int, matches []mq.Match, take bool) ([]*mq.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(op, queue); err != nil {
@@ -89,7 +109,7 @@ func (s *session) getN(ctx context.Context, op, queue string, n int, matches []m
 	defer poll.Stop()
 	for {
 		wake := s.c.hub.wait(queue)
-		msgs, err := s.tryGet(context.WithoutCancel(ctx), queue, matches, n)
+		msgs, err := s.tryGet(context.WithoutCancel(ctx), queue, matches, n, take)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}
@@ -109,6 +129,14 @@ func (s *session) getN(ctx context.Context, op, queue string, n int, matches []m
 }
 
 const claimSQL = `UPDATE mq_message SET claim_conn = ?, claim_session = ?, claimed_at = ?
+WHERE claim_conn IS NULL AND seq IN (
+  SELECT seq FROM mq_message
+  WHERE queue = ? AND claim_conn IS NULL AND (expires_at IS NULL OR expires_at > ?) %s
+  ORDER BY priority DESC, seq LIMIT ?)
+RETURNING seq, msg_id, correl_id, reply_to, persistent, priority, put_at, expires_at, backout_count, properties, body`
+
+// takeSQL removes what claimSQL would claim (TakeBatch).
+const takeSQL = `DELETE FROM mq_message
 WHERE claim_conn IS NULL AND seq IN (
   SELECT seq FROM mq_message
   WHERE queue = ? AND claim_conn IS NULL AND (expires_at IS NULL OR expires_at > ?) %s
@@ -141,20 +169,69 @@ func matchFilter(matches []mq.Match) (string, []any) {
 	return " AND (" + strings.Join(conds, " OR ") + ")", args
 }
 
+// getFilter is the condition every get adds to its selection: never a
+// message of a queue another connection claimed as its exclusive consumer,
+// and only messages matches selects.
+func (s *session) getFilter(queue string, matches []mq.Match) (string, []any) {
+	filter := " AND NOT EXISTS (SELECT 1 FROM mq_consumer k WHERE k.queue = ? AND k.conn <> ?)"
+	fargs := []any{queue, s.c.id}
+	mf, margs := matchFilter(matches)
+	return filter + mf, append(fargs, margs...)
+}
+
+// gotRow is one message row a get claimed or took, before decoding.
+type gotRow struct {
+	seq             int64
+	msg             *mq.Message
+	msgID, correlID []byte
+	persistent      bool
+	putAt           string
+	expiresAt       sql.NullString
+	props           []byte
+}
+
+// claimTx discards the queue's expired messages and claims (take=false)
+// or removes (take=true) up to n of those the filter selects, in tx.
+func (s *session) claimTx(ctx context.Context, tx *store.Tx, queue, filter string, fargs []any, n int, take bool, nowS string) (got []gotRow, expired int64, err error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM mq_message
+		WHERE queue = ? AND claim_conn IS NULL AND expires_at IS NOT NULL AND expires_at <= ?`, queue, nowS)
+	if err != nil {
+		return nil, 0, err
+	}
+	if expired, err = res.RowsAffected(); err != nil {
+		return nil, 0, err
+	}
+	q, args := claimSQL, append([]any{s.c.id, s.id, nowS}, queue, nowS)
+	if take {
+		q, args = takeSQL, []any{queue, nowS}
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(q, filter), append(append(args, fargs...), n)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := gotRow{msg: &mq.Message{}}
+		m := r.msg
+		if err := rows.Scan(&r.seq, &r.msgID, &r.correlID, &m.ReplyTo, &r.persistent, &m.Priority, &r.putAt,
+			&r.expiresAt, &m.BackoutCount, &r.props, &m.Body); err != nil {
+			return nil, 0, err
+		}
+		got = append(got, r)
+	}
+	return got, expired, rows.Err()
+}
+
 // tryGet discards the queue's expired messages and claims up to n
-// matching ones, in one write transaction. It returns none when there is
-// none.
-func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, n int) ([]*mq.Message, error) {
+// matching ones (take: removes them), in one write transaction. It returns
+// none when there is none.
+func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, n int, take bool) ([]*mq.Message, error) {
 	now := s.c.t.opts.Clock.Now()
 	nowS := stamp(now)
 	// Never take a message of a queue another connection claimed as its
 	// exclusive consumer: the look below reports the claim's holder, and the
 	// claiming UPDATE re-checks it.
-	filter := " AND NOT EXISTS (SELECT 1 FROM mq_consumer k WHERE k.queue = ? AND k.conn <> ?)"
-	fargs := []any{queue, s.c.id}
-	mf, margs := matchFilter(matches)
-	filter += mf
-	fargs = append(fargs, margs...)
+	filter, fargs := s.getFilter(queue, matches)
 	// Look first on the read pool, so that an idle poller never takes the
 	// file's write lock.
 	var available bool
@@ -175,57 +252,34 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 	if !available {
 		return nil, nil
 	}
-	type row struct {
-		seq             int64
-		msg             *mq.Message
-		msgID, correlID []byte
-		persistent      bool
-		putAt           string
-		expiresAt       sql.NullString
-		props           []byte
-	}
 	var (
-		got     []row
+		got     []gotRow
 		expired int64
 	)
 	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
-		got = got[:0]
-		res, err := tx.ExecContext(ctx, `DELETE FROM mq_message
-			WHERE queue = ? AND claim_conn IS NULL AND expires_at IS NOT NULL AND expires_at <= ?`, queue, nowS)
-		if err != nil {
-			return err
-		}
-		if expired, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		args := append(append([]any{s.c.id, s.id, nowS, queue, nowS}, fargs...), n)
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimSQL, filter), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r := row{msg: &mq.Message{}}
-			m := r.msg
-			if err := rows.Scan(&r.seq, &r.msgID, &r.correlID, &m.ReplyTo, &r.persistent, &m.Priority, &r.putAt,
-				&r.expiresAt, &m.BackoutCount, &r.props, &m.Body); err != nil {
-				return err
-			}
-			got = append(got, r)
-		}
-		return rows.Err()
+		var err error
+		got, expired, err = s.claimTx(ctx, tx, queue, filter, fargs, n, take, nowS)
+		return err
 	})
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
 	}
+	return s.delivered(queue, got, expired, take, now)
+}
+
+// delivered logs the expired discards, counts claimed rows as the
+// session's (not taken ones: they are gone) and decodes the rows.
+func (s *session) delivered(queue string, got []gotRow, expired int64, take bool, now time.Time) ([]*mq.Message, error) {
 	if expired > 0 {
 		s.c.log.Info("mq.expired_discarded", "queue", queue, "messages", expired)
 	}
 	if len(got) == 0 {
 		return nil, nil
 	}
-	s.claims += int64(len(got))
-	s.got[queue] = struct{}{}
+	if !take {
+		s.claims += int64(len(got))
+		s.got[queue] = struct{}{}
+	}
 	// RETURNING does not promise an order: put them back in the order
 	// the claim selected them.
 	sort.Slice(got, func(i, j int) bool {
@@ -234,8 +288,10 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 		}
 		return got[i].seq < got[j].seq
 	})
-	// The rows are now claimed by this session; a decode failure below
-	// still leaves them to Commit/Rollback, so nothing is lost.
+	// Claimed rows are now the session's; a decode failure below still
+	// leaves them to Commit/Rollback, so nothing is lost. (Taken rows
+	// are committed; one that does not decode is reported, as a get of a
+	// malformed message is.)
 	out := make([]*mq.Message, 0, len(got))
 	for _, r := range got {
 		msg := r.msg
@@ -245,6 +301,7 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 		copy(msg.MsgID[:], r.msgID)
 		copy(msg.CorrelID[:], r.correlID)
 		msg.NonPersistent = !r.persistent
+		var err error
 		if msg.PutTime, err = parseStamp(r.putAt); err != nil {
 			return nil, &mq.Error{Reason: mq.ReasonMDError, Op: "get", Queue: queue, Cause: fmt.Errorf("put_at: %w", err)}
 		}
@@ -269,16 +326,55 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 var errClaimsLost = errors.New("messages got in this unit of work were restored to their queue (connection lease expired)")
 
 func (s *session) Commit(ctx context.Context) error {
+	_, err := s.commit(ctx, nil)
+	return err
+}
+
+// nextGet is the get CommitAndGet makes in the commit's transaction.
+type nextGet struct {
+	queue   string
+	n       int
+	matches []mq.Match
+}
+
+// CommitAndGet is mq.CommitGetter's: the unit's commit and a no-wait
+// GetBatch that starts the next unit, in one write transaction. The
+// messages it returns are claimed by the new unit exactly as GetBatch's
+// are (hidden from every other getter; Commit removes them, Rollback or a
+// crash restores them with BackoutCount+1).
+func (s *session) CommitAndGet(ctx context.Context, queue string, max int, matches ...mq.Match) ([]*mq.Message, error) {
+	return s.commit(ctx, &nextGet{queue: queue, n: mq.BatchMax(max), matches: matches})
+}
+
+// commit commits the unit; with next, it also claims next's messages in
+// the same transaction (a queue another connection consumes, or none
+// there: none).
+func (s *session) commit(ctx context.Context, next *nextGet) ([]*mq.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.usable("commit", ""); err != nil {
-		return err
+	op, queue := "commit", ""
+	if next != nil {
+		op, queue = "get", next.queue
 	}
-	if s.claims == 0 && len(s.puts) == 0 {
-		return nil
+	if err := s.usable(op, queue); err != nil {
+		return nil, err
+	}
+	if next != nil {
+		if err := s.c.requireQueue(context.WithoutCancel(ctx), "get", next.queue); err != nil {
+			return nil, err
+		}
+	}
+	if s.claims == 0 && len(s.puts) == 0 && next == nil {
+		return nil, nil
 	}
 	ctx = context.WithoutCancel(ctx) // a started commit is finished
+	now := s.c.t.opts.Clock.Now()
+	var (
+		got     []gotRow
+		expired int64
+	)
 	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
+		got, expired = nil, 0
 		if s.claims > 0 {
 			res, err := tx.ExecContext(ctx, `DELETE FROM mq_message WHERE claim_conn = ? AND claim_session = ?`, s.c.id, s.id)
 			if err != nil {
@@ -310,12 +406,18 @@ func (s *session) Commit(ctx context.Context) error {
 				return fmt.Errorf("insert into %s: %w", p.queue, err)
 			}
 		}
+		if next != nil {
+			filter, fargs := s.getFilter(next.queue, next.matches)
+			var err error
+			got, expired, err = s.claimTx(ctx, tx, next.queue, filter, fargs, next.n, false, stamp(now))
+			return err
+		}
 		return nil
 	})
 	if err != nil {
 		rbErr := s.backout(ctx)
 		s.c.log.Warn("mq.commit_backed_out", "session", s.id, "error", err.Error())
-		return &mq.Error{Reason: mq.ReasonBackedOut, Op: "commit", Cause: errors.Join(err, rbErr)}
+		return nil, &mq.Error{Reason: mq.ReasonBackedOut, Op: "commit", Cause: errors.Join(err, rbErr)}
 	}
 	queues := map[string]struct{}{}
 	for _, p := range s.puts {
@@ -325,7 +427,10 @@ func (s *session) Commit(ctx context.Context) error {
 	for q := range queues {
 		s.c.hub.notify(q)
 	}
-	return nil
+	if next == nil {
+		return nil, nil
+	}
+	return s.delivered(next.queue, got, expired, false, now)
 }
 
 func (s *session) Rollback(ctx context.Context) error {

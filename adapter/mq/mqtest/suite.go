@@ -79,6 +79,8 @@ var cases = []suiteCase{
 	{"BatchGetByCorrelIDs", testBatchGetCorrel},
 	{"BatchGetWaitsAndWakes", testBatchGetWait},
 	{"BatchRequestsOneUnit", testBatchRequests},
+	{"TakeBatchCommitsItsGets", testTakeBatch},
+	{"CommitAndGetStartsTheNextUnit", testCommitAndGet},
 }
 
 // concurrent names the cases that race goroutines against one another.
@@ -1099,4 +1101,106 @@ func testBatchRequests(t *testing.T, h *harness) {
 	if !errors.As(err, &te) || te.RequestID != ids[0] || len(got) != 0 {
 		t.Fatalf("unanswered: %v (%d replies), want *mq.ReplyTimeoutError for %s", err, len(got), ids[0])
 	}
+}
+
+// take is mq.TakeBatch repeated until want messages are taken (a backend
+// without a native batch get may take a subset per call; see batch).
+func (h *harness) take(ctx context.Context, s mq.Session, q string, want int) []*mq.Message {
+	h.t.Helper()
+	var ms []*mq.Message
+	for len(ms) < want {
+		more, err := mq.TakeBatch(ctx, s, q, want-len(ms))
+		if err != nil {
+			h.t.Fatalf("take from %s: %v", q, err)
+		}
+		ms = append(ms, more...)
+	}
+	return ms
+}
+
+// testTakeBatch: mq.TakeBatch takes messages in queue order and commits
+// them with the unit's other work: they are gone for every getter, and a
+// later rollback restores none of them.
+func testTakeBatch(t *testing.T, h *harness) {
+	q, q2 := h.queue("take", 0, ""), h.queue("take2", 0, "")
+	h.putCommitted(q, "t0", "t1", "t2", "t3", "t4")
+	s1, s2 := h.session(h.conn), h.session(h.conn)
+	ctx := ctxFor(t, 10*time.Second)
+	h.put(s1, q2, &mq.Message{Body: []byte("x")}) // open work, committed by the take
+	if got := strings.Join(bodies(h.take(ctx, s1, q, 2)), ","); got != "t0,t1" {
+		t.Fatalf("take with a unit open got %s, want t0,t1", got)
+	}
+	if m := h.get(s2, q2, mq.Any); string(m.Body) != "x" {
+		t.Fatalf("the put made before the take: got %q, want x", m.Body)
+	}
+	h.commit(s2)
+	if got := strings.Join(bodies(h.take(ctx, s1, q, 1)), ","); got != "t2" {
+		t.Fatalf("take with no unit open got %s, want t2", got)
+	}
+	h.rollback(s1) // nothing to back out: the takes are committed
+	rest, err := h.batch(ctx, s2, q, 10, 2)
+	if err != nil {
+		t.Fatalf("second getter: %v", err)
+	}
+	if got := strings.Join(bodies(rest), ","); got != "t3,t4" {
+		t.Fatalf("second getter got %s, want t3,t4 (t0..t2 taken)", got)
+	}
+	for _, m := range rest {
+		if m.BackoutCount != 0 {
+			t.Fatalf("%s: BackoutCount %d, want 0", m.Body, m.BackoutCount)
+		}
+	}
+	h.commit(s2)
+	h.expectEmpty(s1, q, mq.Any)
+	h.expectEmpty(s1, q2, mq.Any)
+}
+
+// testCommitAndGet: mq.CommitAndGet commits the unit (its gets removed,
+// its puts visible) and the messages it returns start the next unit, as
+// GetBatch's would: hidden from others, restored with BackoutCount+1 by a
+// rollback. Messages it does not return (a backend without it returns
+// none) are got by the next GetBatch as usual.
+func testCommitAndGet(t *testing.T, h *harness) {
+	q, replies := h.queue("cag", 0, ""), h.queue("cagreply", 0, "")
+	h.putCommitted(q, "r0", "r1", "r2")
+	s1, s2 := h.session(h.conn), h.session(h.conn)
+	ctx := ctxFor(t, 10*time.Second)
+	if m := h.get(s1, q, mq.Any); string(m.Body) != "r0" {
+		t.Fatalf("got %q, want r0", m.Body)
+	}
+	h.put(s1, replies, &mq.Message{Body: []byte("reply0")})
+	next, err := mq.CommitAndGet(ctx, s1, q, 10)
+	if err != nil {
+		t.Fatalf("commit and get: %v", err)
+	}
+	if len(next) < 2 {
+		more, err := h.batch(ctx, s1, q, 10, 2-len(next))
+		if err != nil {
+			t.Fatalf("get after commit and get: %v", err)
+		}
+		next = append(next, more...)
+	}
+	if got := strings.Join(bodies(next), ","); got != "r1,r2" {
+		t.Fatalf("next unit got %s, want r1,r2", got)
+	}
+	if m := h.get(s2, replies, mq.Any); string(m.Body) != "reply0" {
+		t.Fatalf("the committed put: got %q, want reply0", m.Body)
+	}
+	h.commit(s2)
+	h.expectEmpty(s2, q, mq.Any) // r0 removed, r1 and r2 held by s1's new unit
+	h.rollback(s1)
+	again, err := h.batch(ctx, s2, q, 10, 2)
+	if err != nil {
+		t.Fatalf("after rollback: %v", err)
+	}
+	if got := strings.Join(bodies(again), ","); got != "r1,r2" {
+		t.Fatalf("after rollback got %s, want r1,r2", got)
+	}
+	for _, m := range again {
+		if m.BackoutCount != 1 {
+			t.Fatalf("%s: BackoutCount %d after one rollback, want 1", m.Body, m.BackoutCount)
+		}
+	}
+	h.commit(s2)
+	h.expectEmpty(s1, q, mq.Any)
 }
