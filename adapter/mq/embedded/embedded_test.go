@@ -454,3 +454,41 @@ func bodiesOf(ms []*mq.Message) []string {
 	}
 	return out
 }
+
+// TestTakeOfAMalformedMessageRemovesNothing: a take removes its rows in
+// the transaction that reads them, so a stored message that does not
+// decode (a damaged file) must roll the whole removal back: the get is
+// refused with MQRC_MD_ERROR and every message of the batch, the good ones
+// too, is still on its queue.
+func TestTakeOfAMalformedMessageRemovesNothing(t *testing.T) {
+	ctx := context.Background()
+	tr := New(filepath.Join(t.TempDir(), "q.db"), Options{LeaseTTL: time.Hour})
+	c := mustConnect(t, tr)
+	defer c.Close()
+	if err := c.DeclareQueue(ctx, mq.QueueSpec{Name: "REPLY"}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.Session(ctx)
+	for _, b := range []string{"a0", "a1", "a2"} {
+		if err := s.Put(ctx, "REPLY", &mq.Message{Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.db.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE mq_message SET properties = x'ff' WHERE body = CAST('a1' AS BLOB)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := mq.TakeBatch(ctx, s, "REPLY", 10)
+	var me *mq.Error
+	if !errors.As(err, &me) || me.Reason != mq.ReasonMDError {
+		t.Fatalf("take of a malformed message: %v, want %s", err, mq.ReasonMDError)
+	}
+	if d, err := c.Depth(ctx, "REPLY"); err != nil || d != 3 {
+		t.Fatalf("REPLY depth after the refused take: %d %v, want 3 (nothing removed)", d, err)
+	}
+}

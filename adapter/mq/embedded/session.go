@@ -255,30 +255,61 @@ func (s *session) tryGet(ctx context.Context, queue string, matches []mq.Match, 
 	var (
 		got     []gotRow
 		expired int64
+		taken   []*mq.Message
 	)
 	err := s.c.db.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		got, expired, err = s.claimTx(ctx, tx, queue, filter, fargs, n, take, nowS)
+		if err != nil || !take {
+			return err
+		}
+		// A take removes the rows in this transaction: decode them here,
+		// so that a message that does not decode rolls the removal back
+		// and every message of the batch stays on its queue.
+		taken, err = decodeRows(queue, got, now)
 		return err
 	})
+	var me *mq.Error
+	if errors.As(err, &me) {
+		return nil, me
+	}
 	if err != nil {
 		return nil, &mq.Error{Reason: mq.ReasonUnexpectedError, Op: "get", Queue: queue, Cause: err}
 	}
-	return s.delivered(queue, got, expired, take, now)
+	if take {
+		s.logExpired(queue, expired)
+		return taken, nil
+	}
+	return s.delivered(queue, got, expired, now)
 }
 
 // delivered logs the expired discards, counts claimed rows as the
 // session's (not taken ones: they are gone) and decodes the rows.
-func (s *session) delivered(queue string, got []gotRow, expired int64, take bool, now time.Time) ([]*mq.Message, error) {
-	if expired > 0 {
-		s.c.log.Info("mq.expired_discarded", "queue", queue, "messages", expired)
-	}
+func (s *session) delivered(queue string, got []gotRow, expired int64, now time.Time) ([]*mq.Message, error) {
+	s.logExpired(queue, expired)
 	if len(got) == 0 {
 		return nil, nil
 	}
-	if !take {
-		s.claims += int64(len(got))
-		s.got[queue] = struct{}{}
+	s.claims += int64(len(got))
+	s.got[queue] = struct{}{}
+	// Claimed rows are now the session's; a decode failure below still
+	// leaves them to Commit/Rollback, so nothing is lost. (Taken rows are
+	// decoded inside their removing transaction: tryGet.)
+	return decodeRows(queue, got, now)
+}
+
+// logExpired logs the expired messages a get discarded.
+func (s *session) logExpired(queue string, expired int64) {
+	if expired > 0 {
+		s.c.log.Info("mq.expired_discarded", "queue", queue, "messages", expired)
+	}
+}
+
+// decodeRows decodes the claimed or taken rows into messages, in the order
+// the claim selected them.
+func decodeRows(queue string, got []gotRow, now time.Time) ([]*mq.Message, error) {
+	if len(got) == 0 {
+		return nil, nil
 	}
 	// RETURNING does not promise an order: put them back in the order
 	// the claim selected them.
@@ -288,10 +319,6 @@ func (s *session) delivered(queue string, got []gotRow, expired int64, take bool
 		}
 		return got[i].seq < got[j].seq
 	})
-	// Claimed rows are now the session's; a decode failure below still
-	// leaves them to Commit/Rollback, so nothing is lost. (Taken rows
-	// are committed; one that does not decode is reported, as a get of a
-	// malformed message is.)
 	out := make([]*mq.Message, 0, len(got))
 	for _, r := range got {
 		msg := r.msg
@@ -430,7 +457,7 @@ func (s *session) commit(ctx context.Context, next *nextGet) ([]*mq.Message, err
 	if next == nil {
 		return nil, nil
 	}
-	return s.delivered(next.queue, got, expired, false, now)
+	return s.delivered(next.queue, got, expired, now)
 }
 
 func (s *session) Rollback(ctx context.Context) error {
