@@ -27,11 +27,23 @@ const (
 // Reason codes the core answers refusals with: the core's own 8-byte
 // codes (coremsg Reason X(8)); corelink maps them to the spec-004 catalog.
 const (
-	ReasonInsufficientFunds = "NSF"    // not sufficient (available) funds
-	ReasonAccountNotFound   = "NOACCT" // no such open account
-	ReasonOriginalNotFound  = "NOORIG" // reversal/release of an unknown reference
-	ReasonInvalidAmount     = "BADAMT" // amount <= 0, or reversal above the original
-	ReasonInvalidRequest    = "BADREQ" // unknown posting kind
+	ReasonInsufficientFunds = "NSF"     // not sufficient (available) funds
+	ReasonAccountNotFound   = "NOACCT"  // no such open account
+	ReasonOriginalNotFound  = "NOORIG"  // reversal/release of an unknown reference
+	ReasonInvalidAmount     = "BADAMT"  // amount <= 0, or reversal above the original
+	ReasonInvalidRequest    = "BADREQ"  // unknown posting kind
+	ReasonClosing           = "CLOSING" // a credit to an account on closing hold (解約保留)
+	ReasonBalanceNotZero    = "BALNZ"   // close of an account with a balance or active holds
+	ReasonAccountExists     = "EXISTS"  // open of an account number already taken (another holder)
+	ReasonAccountClosed     = "CLOSED"  // lifecycle action on a closed account
+)
+
+// Account statuses as Balance reports them. StatusClosingHold is an OPEN
+// account with its closing hold set.
+const (
+	StatusOpen        = "OPEN"
+	StatusClosingHold = "CLOSING_HOLD"
+	StatusClosed      = "CLOSED"
 )
 
 // Sources of journal lines and refusals.
@@ -90,6 +102,10 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 	}
 	db, err := store.Open(ctx, cfg.DBPath, Schema)
 	if err != nil {
+		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
+	}
+	if err := addClosingHold(ctx, db); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
 	c := &Core{bank: cfg.Bank, db: db, postgres: store.IsPostgres(cfg.DBPath), clk: cfg.Clock, log: cfg.Logger, windows: cfg.Online, batch: cfg.Batch,
@@ -204,12 +220,16 @@ func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID 
 	}
 	var balance int64
 	var status string
-	err := tx.QueryRowContext(ctx, `SELECT balance, status FROM CoreAccounts WHERE account = ?`, in.Account).Scan(&balance, &status)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != "OPEN") {
+	var closing int
+	err := tx.QueryRowContext(ctx, `SELECT balance, status, closing_hold FROM CoreAccounts WHERE account = ?`, in.Account).Scan(&balance, &status, &closing)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != StatusOpen) {
 		return refuse(ReasonAccountNotFound)
 	}
 	if err != nil {
 		return PostOut{}, fmt.Errorf("coresim: read account %s: %w", coreacct.Mask(in.Account), err)
+	}
+	if closing == 1 && in.Kind == KindCredit {
+		return refuse(ReasonClosing)
 	}
 	var delta int64
 	switch in.Kind {
@@ -347,9 +367,13 @@ func (c *Core) balance(ctx context.Context, q interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }, account string) (BalanceOut, error) {
 	var out BalanceOut
-	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status,
+	var closing int
+	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status, a.closing_hold,
 		(SELECT COALESCE(SUM(amount),0) FROM CoreHolds h WHERE h.account = a.account AND h.status = 'ACTIVE')
-		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Held)
+		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &closing, &out.Held)
+	if err == nil && closing == 1 && out.Status == StatusOpen {
+		out.Status = StatusClosingHold
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
@@ -426,7 +450,7 @@ func (c *Core) hold(ctx context.Context, tx *store.Tx, ref, txid, account string
 	if err != nil {
 		return HoldOut{}, err
 	}
-	if !b.Found || b.Status != "OPEN" {
+	if !b.Found || (b.Status != StatusOpen && b.Status != StatusClosingHold) {
 		return HoldOut{ReasonCode: ReasonAccountNotFound}, nil
 	}
 	if amount <= 0 {
