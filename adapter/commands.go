@@ -89,6 +89,9 @@ func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, 
 	if err := a.checkCurrency(s, amount.Currency); err != nil {
 		return "", "", err
 	}
+	if s.Lifecycle == LifecycleClosed {
+		return "", bankapi.ReasonAccountNotFound, nil
+	}
 	if s.Status == AccountFrozen {
 		return "", bankapi.ReasonAccountFrozen, nil
 	}
@@ -190,6 +193,9 @@ func (a *Adapter) queuePosting(ctx context.Context, tx *store.Tx, s Shadow, txid
 // routed by routeFor.
 func (a *Adapter) queueLanePosting(ctx context.Context, tx *store.Tx, s Shadow, lane, txid, requestID, reservation string,
 	kind outbox.Kind, direction int, amount int64, reversalOf string) (string, error) {
+	if err := guardLifecycleTx(ctx, tx, s, kind); err != nil {
+		return "", err
+	}
 	ref := newRef()
 	p := outbox.Posting{Ref: ref, TxID: txid, Bank: a.bank, Account: s.CoreAccount,
 		Kind: kind, Amount: amount, ReversalOf: reversalOf}
@@ -329,6 +335,12 @@ func (a *Adapter) ExecuteCredit(ctx context.Context, req bankapi.ExecuteCreditRe
 			return r, err
 		}
 		s, err := readShadow(ctx, tx, req.PayeeAccountHash)
+		if err == nil && s.Lifecycle == LifecycleClosingHold {
+			return bankapi.ExecuteResponse{}, lifecycleRefusal(s, "credit")
+		}
+		if err == nil && s.Lifecycle == LifecycleClosed {
+			err = accountNotFound(req.PayeeAccountHash) // closed: custody, as for an account the bank no longer holds
+		}
 		var custody *bankapi.CustodyDetail
 		if domainerr.Has(err, "ACCOUNT_NOT_FOUND") && a.custody != "" {
 			// The payee account is gone: the money goes to custody, the
@@ -534,7 +546,7 @@ func (a *Adapter) askNameCheck(ctx context.Context, req bankapi.NameCheckRequest
 		a.log.InfoContext(ctx, "adapter.alias_unknown", "txid", req.TxID, "pspr_ref", req.PSPRRef)
 		return notFound, true, nil
 	}
-	if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") {
+	if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") || (lookupErr == nil && s.Lifecycle != LifecycleOpen) {
 		return notFound, true, nil
 	}
 	if lookupErr != nil {
@@ -592,9 +604,11 @@ func (a *Adapter) verifyTx(ctx context.Context, tx *store.Tx, hash, name string)
 	if name != "" {
 		provided = &name
 	}
-	var stored, status string
-	err := tx.QueryRowContext(ctx, `SELECT holder_name, status FROM AdapterAccounts WHERE account_hash = ?`, hash).Scan(&stored, &status)
-	if errors.Is(err, sql.ErrNoRows) {
+	var stored, status, lifecycle string
+	err := tx.QueryRowContext(ctx, `SELECT holder_name, status, lifecycle FROM AdapterAccounts WHERE account_hash = ?`, hash).Scan(&stored, &status, &lifecycle)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && lifecycle != LifecycleOpen) {
+		// An account being closed or closed takes no credit: to a payer
+		// verifying it, it is not there.
 		return bankapi.AccountVerifyResponse{Result: bankapi.ResultNotFound, MatchScore: 0, NameProvided: provided}, nil
 	}
 	if err != nil {

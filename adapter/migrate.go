@@ -39,6 +39,9 @@ func Migrate(ctx context.Context, db *store.DB) error {
 	if err := addAccountCurrency(ctx, db); err != nil {
 		return err
 	}
+	if err := addAccountLifecycle(ctx, db); err != nil {
+		return err
+	}
 	if db.Postgres() {
 		return nil
 	}
@@ -126,6 +129,29 @@ func addAccountCurrency(ctx context.Context, db *store.DB) error {
 		}
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterAccounts ADD COLUMN currency TEXT`); err != nil {
 			return fmt.Errorf("adapter: migrate: add AdapterAccounts.currency: %w", err)
+		}
+		return nil
+	})
+}
+
+// addAccountLifecycle adds AdapterAccounts.lifecycle (the account
+// lifecycle, lifecycle.go) to a database made before it, on SQLite and
+// PostgreSQL alike: every existing account is OPEN, as it was.
+func addAccountLifecycle(ctx context.Context, db *store.DB) error {
+	var has bool
+	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
+		has, err = store.ColumnExists(ctx, tx, "AdapterAccounts", "lifecycle")
+		return err
+	}); err != nil || has {
+		return err
+	}
+	return db.Write(ctx, func(tx *store.Tx) error {
+		if has, err := store.ColumnExists(ctx, tx, "AdapterAccounts", "lifecycle"); err != nil || has {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterAccounts ADD COLUMN lifecycle TEXT NOT NULL DEFAULT 'OPEN'
+			CHECK (lifecycle IN ('OPEN','CLOSING_HOLD','CLOSED'))`); err != nil {
+			return fmt.Errorf("adapter: migrate: add AdapterAccounts.lifecycle: %w", err)
 		}
 		return nil
 	})
