@@ -252,7 +252,7 @@ func BankRoutes() []BankRoute {
 				l, err := a.Filters(r.Context(), acct)
 				return FiltersResponse{Filters: l}, err
 			}},
-		{Method: "POST", Path: bankPrefix + "/filters", Summary: "Create an incoming-transfer filter (AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK, REQUIRE_APPROVAL)",
+		{Method: "POST", Path: bankPrefix + "/filters", Summary: "Create an incoming-transfer filter (AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK, EDI_PATTERN, REQUIRE_APPROVAL)",
 			Role: RoleFilter, Request: FilterRequest{}, Response: Filter{}, Status: 201,
 			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
 				var b FilterRequest

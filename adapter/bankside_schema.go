@@ -18,12 +18,12 @@ CREATE INDEX IF NOT EXISTS idx_customer_accounts_account ON AdapterCustomerAccou
 -- Incoming-transfer filters (spec 004 着金フィルタ): evaluated by
 -- execute-credit before any posting. scope ACCOUNT names one account,
 -- BANK every account of the bank. condition_json holds the type's
--- condition (max_amount; payer_account_hash; payer_bank_id).
+-- condition (max_amount; payer_account_hash; payer_bank_id; edi_pattern).
 CREATE TABLE IF NOT EXISTS AdapterFilters (
   filter_id      TEXT PRIMARY KEY,
   scope          TEXT NOT NULL CHECK (scope IN ('ACCOUNT','BANK')),
   account_hash   TEXT REFERENCES AdapterAccounts(account_hash),
-  filter_type    TEXT NOT NULL CHECK (filter_type IN ('AMOUNT_LIMIT','SENDER_BLOCK','SENDER_BANK_BLOCK','REQUIRE_APPROVAL')),
+  filter_type    TEXT NOT NULL CHECK (filter_type IN ('AMOUNT_LIMIT','SENDER_BLOCK','SENDER_BANK_BLOCK','REQUIRE_APPROVAL','EDI_PATTERN')),
   condition_json TEXT NOT NULL,
   action         TEXT NOT NULL CHECK (action IN ('REJECT','HOLD_CONFIRM','HOLD_MANUAL')),
   description    TEXT,
