@@ -14,7 +14,6 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
-	"github.com/zcgw/zcgw/coordinator/uuid"
 	"github.com/zcgw/zcgw/formats/coreacct"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -81,6 +80,10 @@ const (
 	opApplied = "APPLIED"
 	opRefused = "REFUSED"
 )
+
+// newOpRef is a fresh lifecycle action reference: "A" and 15 base32
+// characters, like a posting reference (it fits ACMQ's 受付参照番号 X(32)).
+func newOpRef() string { return "A" + newRef()[1:] }
 
 // statusView is the spec's status of an account: its lifecycle when not
 // OPEN, else NORMAL or FROZEN.
@@ -298,6 +301,9 @@ func (a *Adapter) sendOp(ctx context.Context, o accountOp, name string) (corelin
 	r, err := a.acctCore.MaintainAccount(ctx, o.ref, opCodes[o.action], o.account, name)
 	if err != nil {
 		a.log.WarnContext(ctx, "adapter.account_op_unanswered", "op_ref", o.ref, "action", o.action, "error", err)
+		if c := domainerr.Code(err); c != "BANK_TIMEOUT" && c != "BANK_ERROR" {
+			return r, err
+		}
 		return r, domainerr.Wrap("BANK_TIMEOUT", err, "the core did not answer the account "+strings.ToLower(o.action)+
 			"; it stays pending: send the same request again", map[string]any{"op_ref": o.ref, "account_id": o.account})
 	}
@@ -358,7 +364,7 @@ func (a *Adapter) CreateAccount(ctx context.Context, req CreateAccountRequest, t
 		if _, err := readShadow(ctx, tx, hash); err == nil {
 			return domainerr.New("STATE_GUARD", "account_hash already registered", map[string]any{"account_hash": hash})
 		}
-		o = accountOp{ref: "ACM-" + uuid.New(), key: req.IdempotencyKey, hash: hash, account: acct, action: opOpen,
+		o = accountOp{ref: newOpRef(), key: req.IdempotencyKey, hash: hash, account: acct, action: opOpen,
 			status: opPending, request: string(body)}
 		return a.insertOpTx(ctx, tx, o, "TELLER:"+tellerID)
 	})
@@ -541,7 +547,7 @@ func (a *Adapter) setLifecycle(ctx context.Context, hash, action, tellerID strin
 				return err
 			}
 		}
-		o = accountOp{ref: "ACM-" + uuid.New(), hash: hash, account: s.CoreAccount, action: action, status: opPending,
+		o = accountOp{ref: newOpRef(), hash: hash, account: s.CoreAccount, action: action, status: opPending,
 			request: fmt.Sprintf(`{"status":%q}`, to)}
 		return a.insertOpTx(ctx, tx, o, "TELLER:"+tellerID)
 	})
