@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -554,6 +555,14 @@ func (a *Adapter) setLifecycle(ctx context.Context, hash, action, tellerID strin
 	if err != nil || o.ref == "" {
 		return s, err
 	}
+	if action == opHold {
+		// Credits queued before the hold must reach the core before it
+		// refuses credits: the adapter queues no new one from now on, so
+		// the pending ones only drain.
+		if err := a.waitCreditsApplied(ctx, hash, o); err != nil {
+			return s, err
+		}
+	}
 	r, err := a.sendOp(ctx, o, "")
 	if err != nil {
 		return s, err
@@ -594,6 +603,32 @@ func (a *Adapter) setLifecycle(ctx context.Context, hash, action, tellerID strin
 		return s, e
 	}
 	return a.Shadow(ctx, hash)
+}
+
+// waitCreditsApplied waits (up to the inquiry timeout) until the account
+// has no credit the core has not applied; BANK_TIMEOUT otherwise, the
+// hold staying PENDING (in force at the adapter) for the teller's retry.
+func (a *Adapter) waitCreditsApplied(ctx context.Context, hash string, o accountOp) error {
+	deadline := a.clk.Now().Add(a.inqWait)
+	for {
+		s, err := a.Shadow(ctx, hash)
+		if err != nil {
+			return err
+		}
+		if s.PendingCredits == 0 {
+			return nil
+		}
+		if !a.clk.Now().Before(deadline) {
+			return domainerr.New("BANK_TIMEOUT", "the closing hold is in force at the adapter; the core is told once the credits queued before it are applied: send the same request again",
+				map[string]any{"op_ref": o.ref, "account_id": o.account, "pending_credits": s.PendingCredits})
+		}
+		a.ob.Wake()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // casLifecycleTx moves the account's lifecycle from → to, guarded.
