@@ -15,6 +15,7 @@ import (
 	"github.com/zcgw/zcgw/adapter/corelink"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/store"
+	"github.com/zcgw/zcgw/coordinator/zclog"
 	"github.com/zcgw/zcgw/formats/coreacct"
 	"github.com/zcgw/zcgw/outbox"
 )
@@ -101,7 +102,8 @@ func statusView(s Shadow) string {
 // lifecycleRefusal is the STATE_GUARD of a posting the account's
 // lifecycle refuses.
 func lifecycleRefusal(s Shadow, what string) error {
-	return domainerr.New("STATE_GUARD", "the account is "+strings.ToLower(strings.ReplaceAll(s.Lifecycle, "_", " "))+": it takes no "+what,
+	state := map[string]string{LifecycleClosingHold: "on closing hold", LifecycleClosed: "closed"}[s.Lifecycle]
+	return domainerr.New("STATE_GUARD", "the account is "+state+": it takes no "+what,
 		map[string]any{"cause": CauseAccountClosed, "account_status": s.Lifecycle, "account_id": s.CoreAccount})
 }
 
@@ -476,7 +478,7 @@ func (a *Adapter) CreateAccounts(ctx context.Context, req BatchAccountsRequest, 
 			if _, ok := domainerr.As(err); !ok || ctx.Err() != nil {
 				return BatchAccountsResponse{}, fmt.Errorf("adapter: batch item %d: %w", i, err)
 			}
-			b := domainerr.JSON(err, "")
+			b := domainerr.JSON(err, zclog.RequestIDFrom(ctx))
 			b.Details = withIndex(b.Details, i)
 			out.Results = append(out.Results, BatchAccountResult{Index: i, Error: &b})
 			out.Failed++
