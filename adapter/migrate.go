@@ -125,47 +125,16 @@ func schemaStatement(prefix string) string {
 }
 
 // addAccountCurrency adds AdapterAccounts.currency (foreign-currency
-// accounts, docs/fx.md) to a database made before it, on SQLite and
-// PostgreSQL alike. Existing rows keep NULL: the adapter's own currency,
-// which is what they were.
+// accounts, docs/fx.md) to a database made before it: existing rows keep
+// NULL, the adapter's own currency, which is what they were.
 func addAccountCurrency(ctx context.Context, db *store.DB) error {
-	var has bool
-	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
-		has, err = store.ColumnExists(ctx, tx, "AdapterAccounts", "currency")
-		return err
-	}); err != nil || has {
-		return err
-	}
-	return db.Write(ctx, func(tx *store.Tx) error {
-		if has, err := store.ColumnExists(ctx, tx, "AdapterAccounts", "currency"); err != nil || has {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterAccounts ADD COLUMN currency TEXT`); err != nil {
-			return fmt.Errorf("adapter: migrate: add AdapterAccounts.currency: %w", err)
-		}
-		return nil
-	})
+	return store.AddColumn(ctx, db, "AdapterAccounts", "currency", "TEXT")
 }
 
 // addAccountLifecycle adds AdapterAccounts.lifecycle (the account
-// lifecycle, lifecycle.go) to a database made before it, on SQLite and
-// PostgreSQL alike: every existing account is OPEN, as it was.
+// lifecycle, lifecycle.go) to a database made before it: every existing
+// account is OPEN, as it was.
 func addAccountLifecycle(ctx context.Context, db *store.DB) error {
-	var has bool
-	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
-		has, err = store.ColumnExists(ctx, tx, "AdapterAccounts", "lifecycle")
-		return err
-	}); err != nil || has {
-		return err
-	}
-	return db.Write(ctx, func(tx *store.Tx) error {
-		if has, err := store.ColumnExists(ctx, tx, "AdapterAccounts", "lifecycle"); err != nil || has {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE AdapterAccounts ADD COLUMN lifecycle TEXT NOT NULL DEFAULT 'OPEN'
-			CHECK (lifecycle IN ('OPEN','CLOSING_HOLD','CLOSED'))`); err != nil {
-			return fmt.Errorf("adapter: migrate: add AdapterAccounts.lifecycle: %w", err)
-		}
-		return nil
-	})
+	return store.AddColumn(ctx, db, "AdapterAccounts", "lifecycle",
+		"TEXT NOT NULL DEFAULT 'OPEN' CHECK (lifecycle IN ('OPEN','CLOSING_HOLD','CLOSED'))")
 }

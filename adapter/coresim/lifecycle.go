@@ -131,21 +131,5 @@ func (c *Core) Maintain(ctx context.Context, action, account, name string) (Main
 // addClosingHold adds CoreAccounts.closing_hold to a core database made
 // before the account lifecycle (existing accounts: not on hold).
 func addClosingHold(ctx context.Context, db *store.DB) error {
-	var has bool
-	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
-		has, err = store.ColumnExists(ctx, tx, "CoreAccounts", "closing_hold")
-		return err
-	}); err != nil || has {
-		return err
-	}
-	return db.Write(ctx, func(tx *store.Tx) error {
-		if has, err := store.ColumnExists(ctx, tx, "CoreAccounts", "closing_hold"); err != nil || has {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `ALTER TABLE CoreAccounts ADD COLUMN closing_hold INTEGER NOT NULL DEFAULT 0 CHECK (closing_hold IN (0, 1))`)
-		if err != nil {
-			return fmt.Errorf("coresim: migrate: add CoreAccounts.closing_hold: %w", err)
-		}
-		return nil
-	})
+	return store.AddColumn(ctx, db, "CoreAccounts", "closing_hold", "INTEGER NOT NULL DEFAULT 0 CHECK (closing_hold IN (0, 1))")
 }
