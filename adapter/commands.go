@@ -715,23 +715,26 @@ func (a *Adapter) InitializeBank(ctx context.Context, req bankapi.InitializeBank
 // CleanupBank removes the bank's adapter data when the bank leaves. It
 // refuses (STATE_GUARD) while money is still in motion — postings not
 // APPLIED or WRITTEN_OFF, HELD holds, credits held for approval
+// (PENDING), account lifecycle actions the core has not answered
 // (PENDING), or OPEN reconciliation drifts —
 // because deleting them would lose a posting or a Case. The audit log and
 // EntityStateLog are kept.
 func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankRequest) (bankapi.BankResponse, error) {
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
-		var open, held, drifts, approvals int
+		var open, held, drifts, approvals, ops int
 		err := tx.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM AdapterOutbox WHERE bank = ?1 AND status NOT IN ('APPLIED','WRITTEN_OFF')),
 			(SELECT COUNT(*) FROM AdapterHolds WHERE status = 'HELD'),
 			(SELECT COUNT(*) FROM AdapterReconDrift WHERE bank_id = ?1 AND status = 'OPEN'),
-			(SELECT COUNT(*) FROM AdapterApprovals WHERE status = 'PENDING')`, a.bank).Scan(&open, &held, &drifts, &approvals)
+			(SELECT COUNT(*) FROM AdapterApprovals WHERE status = 'PENDING'),
+			(SELECT COUNT(*) FROM AdapterAccountOps WHERE status = 'PENDING')`, a.bank).Scan(&open, &held, &drifts, &approvals, &ops)
 		if err != nil {
 			return fmt.Errorf("adapter: cleanup check: %w", err)
 		}
-		if open+held+drifts+approvals > 0 {
+		if open+held+drifts+approvals+ops > 0 {
 			return domainerr.New("STATE_GUARD", "bank still has money in motion; resolve it before cleanup",
-				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts, "pending_approvals": approvals})
+				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts, "pending_approvals": approvals,
+					"pending_account_ops": ops})
 		}
 		for _, q := range []string{
 			`DELETE FROM AdapterPostings`,
@@ -746,6 +749,7 @@ func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankReques
 			`DELETE FROM AdapterCustomerAccounts`,
 			`DELETE FROM AdapterCustomerTransfers`,
 			`DELETE FROM AdapterAliases`,
+			`DELETE FROM AdapterAccountOps`,
 			`DELETE FROM AdapterAccounts`,
 			`DELETE FROM AdapterBank WHERE bank_id = ?`,
 		} {

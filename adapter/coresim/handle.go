@@ -214,7 +214,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 			rc = coremsg.RCBusiness
 		}
 		c.log.InfoContext(ctx, "coresim.account_maint", "bank", c.bank, "ref", b.MaintRef, "action", b.Action,
-			"status", r.Status, "reason_code", r.Reason, "account_status", r.AccountStatus)
+			"status", r.Status, "reason_code", r.Reason, "lifecycle", r.AccountStatus)
 		body = r
 	default:
 		return nil, false, fmt.Errorf("coresim %s: no handler for %s", c.bank, req.Header.MsgType)
