@@ -101,6 +101,10 @@ type Config struct {
 	// with this bank's own credentials). nil: /me/transfers answers
 	// BANK_ERROR.
 	Transfers TransferPort
+	// Accounts performs the account lifecycle at the core (the teller
+	// API's account creation and closing; lifecycle.go): the core link.
+	// nil: those routes answer BANK_ERROR.
+	Accounts AccountCore
 	// InquiryTimeout bounds name inquiries made by name-check (default 2s).
 	InquiryTimeout time.Duration
 	// Identity is the process serving this adapter (coordinator/procid);
@@ -134,6 +138,7 @@ type Adapter struct {
 	custody  string
 	resume   CreditResumer
 	xfers    TransferPort
+	acctCore AccountCore
 	keys     *idem.Keys
 	inqWait  time.Duration
 	id       procid.Identity
@@ -170,7 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Adapter, error) {
 // New wires an Adapter on an already opened database (opened by OpenDB).
 func New(db *store.DB, cfg Config) (*Adapter, error) {
 	a := &Adapter{bank: cfg.BankID, db: db, inq: cfg.Inquiry, cases: cfg.Cases, realTime: cfg.RealTime,
-		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, resume: cfg.Resume, xfers: cfg.Transfers, inqWait: cfg.InquiryTimeout,
+		windows: cfg.BatchWindows, currency: cfg.Currency, custody: cfg.CustodyAccount, resume: cfg.Resume, xfers: cfg.Transfers, acctCore: cfg.Accounts, inqWait: cfg.InquiryTimeout,
 		clk: cfg.Clock, log: cfg.Logger}
 	if a.clk == nil {
 		a.clk = clock.System{}

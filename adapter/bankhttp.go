@@ -156,7 +156,25 @@ func BankRoutes() []BankRoute {
 				l, err := a.Accounts(r.Context(), "")
 				return AccountsResponse{Accounts: l}, err
 			}},
-		{Method: "PATCH", Path: bankPrefix + "/teller/accounts/{account_id}/status", Summary: "Set an account NORMAL or FROZEN",
+		{Method: "POST", Path: bankPrefix + "/teller/accounts", Summary: "Open an account at the core (ACMQ over the core link) and register it, once per idempotency_key; initial_deposit is queued as a cash deposit",
+			Role: RoleTeller, Request: CreateAccountRequest{}, Response: CreateAccountResponse{}, Status: 201,
+			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
+				var b CreateAccountRequest
+				if err := decodeBody(r, &b); err != nil {
+					return nil, err
+				}
+				return a.CreateAccount(r.Context(), b, who.teller)
+			}},
+		{Method: "POST", Path: bankPrefix + "/teller/accounts/batch", Summary: "Open several accounts; each item is independent (its own idempotency_key, its own result or error)",
+			Role: RoleTeller, Request: BatchAccountsRequest{}, Response: BatchAccountsResponse{}, Status: 200,
+			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
+				var b BatchAccountsRequest
+				if err := decodeBody(r, &b); err != nil {
+					return nil, err
+				}
+				return a.CreateAccounts(r.Context(), b, who.teller)
+			}},
+		{Method: "PATCH", Path: bankPrefix + "/teller/accounts/{account_id}/status", Summary: "Set an account NORMAL, FROZEN, CLOSING_HOLD or CLOSED (the last two, and NORMAL from CLOSING_HOLD, at the core)",
 			Role: RoleTeller, Request: AccountStatusRequest{}, Response: AccountView{}, Status: 200,
 			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
 				var b AccountStatusRequest
@@ -234,7 +252,7 @@ func BankRoutes() []BankRoute {
 				l, err := a.Filters(r.Context(), acct)
 				return FiltersResponse{Filters: l}, err
 			}},
-		{Method: "POST", Path: bankPrefix + "/filters", Summary: "Create an incoming-transfer filter (AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK, REQUIRE_APPROVAL)",
+		{Method: "POST", Path: bankPrefix + "/filters", Summary: "Create an incoming-transfer filter (AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK, EDI_PATTERN, REQUIRE_APPROVAL)",
 			Role: RoleFilter, Request: FilterRequest{}, Response: Filter{}, Status: 201,
 			serve: func(a *Adapter, w http.ResponseWriter, r *http.Request, who identity) (any, error) {
 				var b FilterRequest

@@ -31,7 +31,8 @@ type AccountView struct {
 	AccountID   string `json:"account_id"`
 	AccountHash string `json:"account_hash"`
 	HolderName  string `json:"holder_name"`
-	Status      string `json:"status"`
+	// Status is NORMAL, FROZEN, CLOSING_HOLD or CLOSED (spec 004).
+	Status string `json:"status"`
 	// Balance is the last known core balance (shadow); Available what can
 	// be spent now (less holds and pending debits).
 	Balance   int64  `json:"balance"`
@@ -159,7 +160,7 @@ func (a *Adapter) CustomerAccountHashes(ctx context.Context, customerID string) 
 }
 
 func (a *Adapter) view(s Shadow) AccountView {
-	return AccountView{AccountID: s.CoreAccount, AccountHash: s.Hash, HolderName: s.HolderName, Status: s.Status,
+	return AccountView{AccountID: s.CoreAccount, AccountHash: s.Hash, HolderName: s.HolderName, Status: statusView(s),
 		Balance: s.CoreBalance, Available: s.Available, Currency: a.accountCurrency(s)}
 }
 
@@ -335,32 +336,54 @@ func (a *Adapter) Cash(ctx context.Context, req CashRequest, direction int, tell
 	})
 }
 
-// SetAccountStatusByID is PATCH .../teller/accounts/{account_id}/status:
-// NORMAL (ACTIVE) or FROZEN, the two states this adapter keeps; the
-// spec's CLOSING_HOLD and CLOSED need the core's account lifecycle, which
-// the core link does not carry.
+// SetAccountStatusByID is PATCH .../teller/accounts/{account_id}/status
+// (spec 004: NORMAL/FROZEN/CLOSING_HOLD/CLOSED). FROZEN and NORMAL on an
+// open account are the bank's freeze, kept by the adapter; CLOSING_HOLD,
+// CLOSED and NORMAL on an account on closing hold are the core's account
+// lifecycle, asked of the core over the core link (setLifecycle).
 func (a *Adapter) SetAccountStatusByID(ctx context.Context, accountID, status, tellerID string) (AccountView, error) {
 	switch status {
-	case "NORMAL", AccountActive:
-		status = AccountActive
-	case AccountFrozen:
+	case StatusNormal, AccountActive, StatusFrozen, StatusClosingHold, StatusClosed:
 	default:
-		return AccountView{}, domainerr.New("INVALID_STATE", "status must be NORMAL or FROZEN (CLOSING_HOLD and CLOSED are the core's own account lifecycle)",
+		return AccountView{}, domainerr.New("INVALID_STATE", "status must be NORMAL, FROZEN, CLOSING_HOLD or CLOSED",
 			map[string]any{"field": "status", "status": status})
 	}
-	var hash string
-	if err := a.db.Read(ctx, func(tx *store.Tx) (err error) { hash, err = accountByIDTx(ctx, tx, accountID); return }); err != nil {
-		return AccountView{}, err
-	}
-	if err := a.SetAccountStatus(ctx, hash, status); err != nil {
-		return AccountView{}, err
-	}
-	if err := a.db.Write(ctx, func(tx *store.Tx) error {
-		return a.audit(ctx, tx, "ACCOUNT_STATUS", "", "", fmt.Sprintf(`{"account_id":%q,"status":%q,"teller_id":%q}`, accountID, status, tellerID))
+	var s Shadow
+	if err := a.db.Read(ctx, func(tx *store.Tx) error {
+		hash, err := accountByIDTx(ctx, tx, accountID)
+		if err != nil {
+			return err
+		}
+		s, err = readShadow(ctx, tx, hash)
+		return err
 	}); err != nil {
 		return AccountView{}, err
 	}
-	s, err := a.Shadow(ctx, hash)
+	var err error
+	switch {
+	case status == StatusClosingHold:
+		s, err = a.setLifecycle(ctx, s.Hash, opHold, tellerID)
+	case status == StatusClosed:
+		s, err = a.setLifecycle(ctx, s.Hash, opClose, tellerID)
+	case s.Lifecycle == LifecycleClosingHold && status != StatusFrozen:
+		s, err = a.setLifecycle(ctx, s.Hash, opLift, tellerID)
+	case s.Lifecycle != LifecycleOpen:
+		err = domainerr.New("STATE_GUARD", "the account is "+s.Lifecycle+": it cannot be frozen or unfrozen",
+			map[string]any{"account_id": accountID, "account_status": s.Lifecycle, "requested": status})
+	default:
+		freeze := AccountActive
+		if status == StatusFrozen {
+			freeze = AccountFrozen
+		}
+		if err = a.SetAccountStatus(ctx, s.Hash, freeze); err == nil {
+			err = a.db.Write(ctx, func(tx *store.Tx) error {
+				return a.audit(ctx, tx, "ACCOUNT_STATUS", "", "", fmt.Sprintf(`{"account_id":%q,"status":%q,"teller_id":%q}`, accountID, freeze, tellerID))
+			})
+		}
+		if err == nil {
+			s, err = a.Shadow(ctx, s.Hash)
+		}
+	}
 	if err != nil {
 		return AccountView{}, err
 	}

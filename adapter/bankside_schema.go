@@ -18,12 +18,12 @@ CREATE INDEX IF NOT EXISTS idx_customer_accounts_account ON AdapterCustomerAccou
 -- Incoming-transfer filters (spec 004 着金フィルタ): evaluated by
 -- execute-credit before any posting. scope ACCOUNT names one account,
 -- BANK every account of the bank. condition_json holds the type's
--- condition (max_amount; payer_account_hash; payer_bank_id).
+-- condition (max_amount; payer_account_hash; payer_bank_id; edi_pattern).
 CREATE TABLE IF NOT EXISTS AdapterFilters (
   filter_id      TEXT PRIMARY KEY,
   scope          TEXT NOT NULL CHECK (scope IN ('ACCOUNT','BANK')),
   account_hash   TEXT REFERENCES AdapterAccounts(account_hash),
-  filter_type    TEXT NOT NULL CHECK (filter_type IN ('AMOUNT_LIMIT','SENDER_BLOCK','SENDER_BANK_BLOCK','REQUIRE_APPROVAL')),
+  filter_type    TEXT NOT NULL CHECK (filter_type IN ('AMOUNT_LIMIT','SENDER_BLOCK','SENDER_BANK_BLOCK','REQUIRE_APPROVAL','EDI_PATTERN')),
   condition_json TEXT NOT NULL,
   action         TEXT NOT NULL CHECK (action IN ('REJECT','HOLD_CONFIRM','HOLD_MANUAL')),
   description    TEXT,
@@ -54,6 +54,29 @@ CREATE TABLE IF NOT EXISTS AdapterApprovals (
   updated_at         TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_approvals_account ON AdapterApprovals(account_hash, status);
+
+-- The account lifecycle actions a teller asked of the core (open,
+-- closing hold, lift, close; lifecycle.go): recorded PENDING in the same
+-- transaction as the adapter's side of the change, then sent to the core
+-- (coremsg ACMQ), then APPLIED or REFUSED. A PENDING one whose answer was
+-- lost is sent again by the teller's retry: every action assigns a state,
+-- so the core answers a repeat as a duplicate. idempotency_key: the
+-- teller's key of an account creation (one account per key).
+CREATE TABLE IF NOT EXISTS AdapterAccountOps (
+  op_ref          TEXT PRIMARY KEY,
+  idempotency_key TEXT UNIQUE,
+  account_hash    TEXT NOT NULL,
+  core_account    TEXT NOT NULL,
+  action          TEXT NOT NULL CHECK (action IN ('OPEN','HOLD','LIFT','CLOSE')),
+  status          TEXT NOT NULL CHECK (status IN ('PENDING','APPLIED','REFUSED')),
+  request_json    TEXT NOT NULL,
+  reason_code     TEXT,
+  core_reason     TEXT,
+  requested_by    TEXT NOT NULL,
+  created_at      TEXT NOT NULL,
+  updated_at      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_account_ops_account ON AdapterAccountOps(account_hash, status);
 `
 
 // customerTransfersSchema: the transfers a customer sent through the

@@ -94,6 +94,9 @@ func (a *Adapter) reserveTx(ctx context.Context, tx *store.Tx, requestID, txid, 
 	if err := a.checkCurrency(s, amount.Currency); err != nil {
 		return "", "", err
 	}
+	if s.Lifecycle == LifecycleClosed {
+		return "", bankapi.ReasonAccountNotFound, nil
+	}
 	if s.Status == AccountFrozen {
 		return "", bankapi.ReasonAccountFrozen, nil
 	}
@@ -195,6 +198,9 @@ func (a *Adapter) queuePosting(ctx context.Context, tx *store.Tx, s Shadow, txid
 // routed by routeFor.
 func (a *Adapter) queueLanePosting(ctx context.Context, tx *store.Tx, s Shadow, lane, txid, requestID, reservation string,
 	kind outbox.Kind, direction int, amount int64, reversalOf string) (string, error) {
+	if err := guardLifecycleTx(ctx, tx, s, kind); err != nil {
+		return "", err
+	}
 	ref := newRef()
 	p := outbox.Posting{Ref: ref, TxID: txid, Bank: a.bank, Account: s.CoreAccount,
 		Kind: kind, Amount: amount, ReversalOf: reversalOf}
@@ -334,6 +340,12 @@ func (a *Adapter) ExecuteCredit(ctx context.Context, req bankapi.ExecuteCreditRe
 			return r, err
 		}
 		s, err := readShadow(ctx, tx, req.PayeeAccountHash)
+		if err == nil && s.Lifecycle == LifecycleClosingHold {
+			return bankapi.ExecuteResponse{}, lifecycleRefusal(s, "credit")
+		}
+		if err == nil && s.Lifecycle == LifecycleClosed {
+			err = accountNotFound(req.PayeeAccountHash) // closed: custody, as for an account the bank no longer holds
+		}
 		var custody *bankapi.CustodyDetail
 		if domainerr.Has(err, "ACCOUNT_NOT_FOUND") && a.custody != "" {
 			// The payee account is gone: the money goes to custody, the
@@ -539,7 +551,7 @@ func (a *Adapter) askNameCheck(ctx context.Context, req bankapi.NameCheckRequest
 		a.log.InfoContext(ctx, "adapter.alias_unknown", "txid", req.TxID, "pspr_ref", req.PSPRRef)
 		return notFound, true, nil
 	}
-	if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") {
+	if domainerr.Has(lookupErr, "ACCOUNT_NOT_FOUND") || (lookupErr == nil && s.Lifecycle != LifecycleOpen) {
 		return notFound, true, nil
 	}
 	if lookupErr != nil {
@@ -597,9 +609,11 @@ func (a *Adapter) verifyTx(ctx context.Context, tx *store.Tx, hash, name string)
 	if name != "" {
 		provided = &name
 	}
-	var stored, status string
-	err := tx.QueryRowContext(ctx, `SELECT holder_name, status FROM AdapterAccounts WHERE account_hash = ?`, hash).Scan(&stored, &status)
-	if errors.Is(err, sql.ErrNoRows) {
+	var stored, status, lifecycle string
+	err := tx.QueryRowContext(ctx, `SELECT holder_name, status, lifecycle FROM AdapterAccounts WHERE account_hash = ?`, hash).Scan(&stored, &status, &lifecycle)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && lifecycle != LifecycleOpen) {
+		// An account being closed or closed takes no credit: to a payer
+		// verifying it, it is not there.
 		return bankapi.AccountVerifyResponse{Result: bankapi.ResultNotFound, MatchScore: 0, NameProvided: provided}, nil
 	}
 	if err != nil {
@@ -706,23 +720,26 @@ func (a *Adapter) InitializeBank(ctx context.Context, req bankapi.InitializeBank
 // CleanupBank removes the bank's adapter data when the bank leaves. It
 // refuses (STATE_GUARD) while money is still in motion — postings not
 // APPLIED or WRITTEN_OFF, HELD holds, credits held for approval
+// (PENDING), account lifecycle actions the core has not answered
 // (PENDING), or OPEN reconciliation drifts —
 // because deleting them would lose a posting or a Case. The audit log and
 // EntityStateLog are kept.
 func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankRequest) (bankapi.BankResponse, error) {
 	err := a.db.Write(ctx, func(tx *store.Tx) error {
-		var open, held, drifts, approvals int
+		var open, held, drifts, approvals, ops int
 		err := tx.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM AdapterOutbox WHERE bank = ?1 AND status NOT IN ('APPLIED','WRITTEN_OFF')),
 			(SELECT COUNT(*) FROM AdapterHolds WHERE status = 'HELD'),
 			(SELECT COUNT(*) FROM AdapterReconDrift WHERE bank_id = ?1 AND status = 'OPEN'),
-			(SELECT COUNT(*) FROM AdapterApprovals WHERE status = 'PENDING')`, a.bank).Scan(&open, &held, &drifts, &approvals)
+			(SELECT COUNT(*) FROM AdapterApprovals WHERE status = 'PENDING'),
+			(SELECT COUNT(*) FROM AdapterAccountOps WHERE status = 'PENDING')`, a.bank).Scan(&open, &held, &drifts, &approvals, &ops)
 		if err != nil {
 			return fmt.Errorf("adapter: cleanup check: %w", err)
 		}
-		if open+held+drifts+approvals > 0 {
+		if open+held+drifts+approvals+ops > 0 {
 			return domainerr.New("STATE_GUARD", "bank still has money in motion; resolve it before cleanup",
-				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts, "pending_approvals": approvals})
+				map[string]any{"open_postings": open, "held_reservations": held, "open_drifts": drifts, "pending_approvals": approvals,
+					"pending_account_ops": ops})
 		}
 		for _, q := range []string{
 			`DELETE FROM AdapterPostings`,
@@ -737,6 +754,7 @@ func (a *Adapter) CleanupBank(ctx context.Context, req bankapi.CleanupBankReques
 			`DELETE FROM AdapterCustomerAccounts`,
 			`DELETE FROM AdapterCustomerTransfers`,
 			`DELETE FROM AdapterAliases`,
+			`DELETE FROM AdapterAccountOps`,
 			`DELETE FROM AdapterAccounts`,
 			`DELETE FROM AdapterBank WHERE bank_id = ?`,
 		} {

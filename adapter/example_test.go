@@ -44,3 +44,10 @@ func ExampleAdapter_ExecuteDebit() {
 	// before drain: core 10000 pending debits 4000 available 6000
 	// after drain:  core 6000 shadow 6000
 }
+
+// An account a teller opens without an account_hash is known to ZC by a
+// hash derived from the bank and the account number.
+func ExampleDeriveAccountHash() {
+	fmt.Println(DeriveAccountHash("002", "100-1-0000004"))
+	// Output: h:de8c10fe32c14e1ecc32a13bb4a35857
+}

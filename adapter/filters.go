@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"regexp/syntax"
 	"sort"
+	"strings"
+	"sync"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/domainerr"
@@ -14,14 +18,17 @@ import (
 	"github.com/zcgw/zcgw/coordinator/uuid"
 )
 
-// Incoming-transfer filter types (spec 004 着金フィルタ). EDI_PATTERN is
-// not offered: execute-credit carries no EDI information to match.
+// Incoming-transfer filter types (spec 004 着金フィルタ).
 const (
 	FilterAmountLimit     = "AMOUNT_LIMIT"      // amount > condition.max_amount
 	FilterSenderBlock     = "SENDER_BLOCK"      // payer_account_hash = condition.payer_account_hash
 	FilterSenderBankBlock = "SENDER_BANK_BLOCK" // payer_bank_id = condition.payer_bank_id
 	FilterRequireApproval = "REQUIRE_APPROVAL"  // every credit (above condition.min_amount, if set)
+	FilterEDIPattern      = "EDI_PATTERN"       // the credit's edi_ref matches condition.edi_pattern
 )
+
+// MaxEDIPatternLength bounds condition.edi_pattern (bytes).
+const MaxEDIPatternLength = 256
 
 // Filter actions.
 const (
@@ -56,6 +63,11 @@ type FilterCondition struct {
 	MinAmount        *int64 `json:"min_amount,omitempty"`
 	PayerAccountHash string `json:"payer_account_hash,omitempty"`
 	PayerBankID      string `json:"payer_bank_id,omitempty"`
+	// EDIPattern is a regular expression (Go RE2 syntax: no
+	// backreferences, linear time) an EDI_PATTERN filter matches against
+	// the credit's edi_ref (unanchored: use ^ and $ for a whole match). A
+	// credit without edi_ref never matches.
+	EDIPattern string `json:"edi_pattern,omitempty"`
 }
 
 // Filter is an AdapterFilters row as the filter API shows it.
@@ -167,10 +179,12 @@ func validateFilter(req *FilterRequest) error {
 		if c.MinAmount != nil && *c.MinAmount < 0 {
 			return bad("condition.min_amount", "condition.min_amount must be >= 0")
 		}
-	case "EDI_PATTERN":
-		return bad("filter_type", "EDI_PATTERN is not offered: execute-credit carries no EDI information to match")
+	case FilterEDIPattern:
+		if _, err := compileEDIPattern(c.EDIPattern); err != nil {
+			return err
+		}
 	default:
-		return bad("filter_type", "filter_type must be AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK or REQUIRE_APPROVAL")
+		return bad("filter_type", "filter_type must be AMOUNT_LIMIT, SENDER_BLOCK, SENDER_BANK_BLOCK, EDI_PATTERN or REQUIRE_APPROVAL")
 	}
 	switch req.Action {
 	case "":
@@ -339,8 +353,49 @@ func (f Filter) matches(req bankapi.ExecuteCreditRequest) bool {
 		return c.PayerBankID != "" && c.PayerBankID == req.PayerBankID
 	case FilterRequireApproval:
 		return c.MinAmount == nil || req.Amount.Value >= *c.MinAmount
+	case FilterEDIPattern:
+		if req.EdiRef == "" {
+			return false
+		}
+		re, err := compileEDIPattern(c.EDIPattern)
+		return err == nil && re.MatchString(req.EdiRef)
 	}
 	return false
+}
+
+// ediPatterns caches compiled EDI_PATTERN conditions by their text.
+var ediPatterns sync.Map // string -> *regexp.Regexp
+
+// compileEDIPattern compiles condition.edi_pattern, refusing an empty, too
+// long or invalid one with INVALID_REQUEST naming the field, what is wrong
+// and where (details.byte_offset: where the offending part starts).
+func compileEDIPattern(p string) (*regexp.Regexp, error) {
+	if re, ok := ediPatterns.Load(p); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	const field = "condition.edi_pattern"
+	switch {
+	case p == "":
+		return nil, domainerr.New("INVALID_REQUEST", "EDI_PATTERN needs condition.edi_pattern", map[string]any{"field": field})
+	case len(p) > MaxEDIPatternLength:
+		return nil, domainerr.New("INVALID_REQUEST", fmt.Sprintf("condition.edi_pattern is %d bytes; at most %d", len(p), MaxEDIPatternLength),
+			map[string]any{"field": field, "length": len(p), "max_length": MaxEDIPatternLength})
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		details := map[string]any{"field": field, "pattern": p}
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			details["error_code"] = string(se.Code)
+			details["at"] = se.Expr
+			if i := strings.Index(p, se.Expr); i >= 0 && se.Expr != "" {
+				details["byte_offset"] = i
+			}
+		}
+		return nil, domainerr.New("INVALID_REQUEST", "condition.edi_pattern is not a valid regular expression (RE2 syntax): "+err.Error(), details)
+	}
+	ediPatterns.Store(p, re)
+	return re, nil
 }
 
 // screenCredit runs the payee account's incoming-transfer filters before

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,7 +40,12 @@ func TestFilterValidation(t *testing.T) {
 		{"sender block without sender", FilterRequest{AccountID: "1", FilterType: FilterSenderBlock}, "condition.payer_account_hash"},
 		{"bank block without bank", FilterRequest{AccountID: "1", FilterType: FilterSenderBankBlock}, "condition.payer_bank_id"},
 		{"approval rejects", FilterRequest{AccountID: "1", FilterType: FilterRequireApproval, Action: ActionReject}, "action"},
-		{"EDI", FilterRequest{AccountID: "1", FilterType: "EDI_PATTERN"}, "filter_type"},
+		{"EDI pattern", FilterRequest{AccountID: "1", FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: `^INV-\d{6}$`}}, ""},
+		{"EDI without pattern", FilterRequest{AccountID: "1", FilterType: FilterEDIPattern}, "condition.edi_pattern"},
+		{"EDI bad pattern", FilterRequest{AccountID: "1", FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: "INV-(\\d+"}}, "condition.edi_pattern"},
+		{"EDI backreference", FilterRequest{AccountID: "1", FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: `(a)\1`}}, "condition.edi_pattern"},
+		{"EDI pattern too long", FilterRequest{AccountID: "1", FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: strings.Repeat("a", MaxEDIPatternLength+1)}}, "condition.edi_pattern"},
+		{"unknown type", FilterRequest{AccountID: "1", FilterType: "NAME_BLOCK"}, "filter_type"},
 		{"bank scope with account", FilterRequest{Scope: ScopeBank, AccountID: "1", FilterType: FilterRequireApproval}, "account_id"},
 		{"account scope without account", FilterRequest{FilterType: FilterRequireApproval}, "account_id"},
 		{"bad action", FilterRequest{AccountID: "1", FilterType: FilterRequireApproval, Action: "MAYBE"}, "action"},
@@ -56,6 +62,31 @@ func TestFilterValidation(t *testing.T) {
 	r := FilterRequest{AccountID: "1", FilterType: FilterRequireApproval}
 	if validateFilter(&r) != nil || r.Action != ActionHoldConfirm || r.Scope != ScopeAccount {
 		t.Fatalf("defaults: %+v", r)
+	}
+	// The refusal of a bad pattern says where it goes wrong.
+	bad := FilterRequest{AccountID: "1", FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: "ABC[0-9"}}
+	de, _ := domainerr.As(validateFilter(&bad))
+	if de == nil || de.Details["byte_offset"] != 3 || de.Details["error_code"] != "missing closing ]" {
+		t.Fatalf("bad pattern refusal: %+v", de)
+	}
+}
+
+func TestEDIPatternMatches(t *testing.T) {
+	f := Filter{FilterType: FilterEDIPattern, Condition: FilterCondition{EDIPattern: `^INV-\d{6}`}}
+	for _, c := range []struct {
+		edi  string
+		want bool
+	}{
+		{"INV-202612 ﾃﾞﾝｷﾀﾞｲ", true},
+		{"INV-2026", false},
+		{"ﾃﾞﾝｷﾀﾞｲ INV-202612", false},
+		{"", false},
+	} {
+		req := credit("r", "TX-1", "h:a", 100)
+		req.EdiRef = c.edi
+		if got := f.matches(req); got != c.want {
+			t.Errorf("edi_ref %q: matches %v, want %v", c.edi, got, c.want)
+		}
 	}
 }
 

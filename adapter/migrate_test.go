@@ -79,3 +79,62 @@ func TestOpenDBMigratesAnOldDriftCheck(t *testing.T) {
 		db.Close()
 	}
 }
+
+// A database made before EDI_PATTERN and the account lifecycle: OpenDB
+// rebuilds AdapterFilters (its rows kept) and adds AdapterAccounts.lifecycle
+// (existing accounts OPEN).
+func TestOpenDBMigratesFiltersAndLifecycle(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "adapter-0001.db")
+	oldSchema := strings.Replace(Schema, ",'EDI_PATTERN')", ")", 1)
+	oldSchema = strings.Replace(oldSchema, "  lifecycle       TEXT NOT NULL DEFAULT 'OPEN' CHECK (lifecycle IN ('OPEN','CLOSING_HOLD','CLOSED')),\n", "", 1)
+	if oldSchema == Schema || strings.Contains(oldSchema, "lifecycle IN") {
+		t.Fatal("the old schema text was not derived")
+	}
+	old, err := store.Open(ctx, path, oldSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(db *store.DB, id, typ string) error {
+		return db.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO AdapterFilters (filter_id, scope, filter_type, condition_json, action, created_by, created_at, updated_at)
+				VALUES (?, 'BANK', ?, '{}', 'REJECT', 'TELLER:t', '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')`, id, typ)
+			return err
+		})
+	}
+	if err := insert(old, "FLT-OLD", FilterRequireApproval); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO AdapterAccounts (account_hash, core_account, holder_name, status, opening_balance, created_at, updated_at)
+			VALUES ('h:1', '100-1-0000001', 'A', 'ACTIVE', 10, '2026-12-01T00:00:00Z', '2026-12-01T00:00:00Z')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert(old, "FLT-X", FilterEDIPattern); err == nil {
+		t.Fatal("the old schema took an EDI_PATTERN filter: the test does not start from the old schema")
+	}
+	old.Close()
+	db, err := OpenDB(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := insert(db, "FLT-EDI", FilterEDIPattern); err != nil {
+		t.Fatalf("EDI_PATTERN after OpenDB: %v", err)
+	}
+	var n int
+	var lc string
+	if err := db.Read(ctx, func(tx *store.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM AdapterFilters`).Scan(&n); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT lifecycle FROM AdapterAccounts WHERE account_hash = 'h:1'`).Scan(&lc)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || lc != LifecycleOpen {
+		t.Fatalf("after migration: %d filters, lifecycle %q", n, lc)
+	}
+}

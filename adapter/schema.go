@@ -54,6 +54,9 @@ CREATE TABLE IF NOT EXISTS AdapterAccounts (
   core_account    TEXT NOT NULL UNIQUE,
   holder_name     TEXT NOT NULL,
   status          TEXT NOT NULL CHECK (status IN ('ACTIVE','FROZEN')),
+  -- the account's lifecycle at the core (docs/bank-api.md): CLOSING_HOLD
+  -- refuses credits, CLOSED every posting. status is the bank's freeze.
+  lifecycle       TEXT NOT NULL DEFAULT 'OPEN' CHECK (lifecycle IN ('OPEN','CLOSING_HOLD','CLOSED')),
   currency        TEXT,            -- ISO 4217 of the account; NULL = the adapter's Config.Currency
   opening_balance INTEGER NOT NULL,
   adjustment      INTEGER NOT NULL DEFAULT 0,

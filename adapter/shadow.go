@@ -23,6 +23,9 @@ type Account struct {
 	CoreAccount string // the core's account number
 	HolderName  string
 	Status      string // ACTIVE (default) or FROZEN
+	// Lifecycle is OPEN, CLOSING_HOLD or CLOSED (lifecycle.go); set by
+	// the teller API's account lifecycle only.
+	Lifecycle string
 	// Currency is the account's ISO 4217 currency: "" means the adapter's
 	// Config.Currency. It must be that or one of Config.Currencies.
 	Currency string
@@ -266,11 +269,11 @@ func queryStrings(ctx context.Context, tx *store.Tx, q string, args ...any) ([]s
 func readShadow(ctx context.Context, tx *store.Tx, hash string) (Shadow, error) {
 	var s Shadow
 	var opening, adj, applied int64
-	err := tx.QueryRowContext(ctx, `SELECT a.account_hash, a.core_account, a.holder_name, a.status, COALESCE(a.currency, ''), a.opening_balance, a.adjustment,
+	err := tx.QueryRowContext(ctx, `SELECT a.account_hash, a.core_account, a.holder_name, a.status, a.lifecycle, COALESCE(a.currency, ''), a.opening_balance, a.adjustment,
 		COALESCE(t.applied, 0), COALESCE(t.pending_debits, 0), COALESCE(t.pending_credits, 0), COALESCE(t.unsettled, 0),
 		(SELECT COALESCE(SUM(h.amount), 0) FROM AdapterHolds h WHERE h.account_hash = a.account_hash AND h.status = 'HELD')
 		FROM AdapterAccounts a LEFT JOIN AdapterShadowTotals t ON t.account_hash = a.account_hash WHERE a.account_hash = ?`, hash).
-		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &s.Currency, &opening, &adj, &applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled, &s.Holds)
+		Scan(&s.Hash, &s.CoreAccount, &s.HolderName, &s.Status, &s.Lifecycle, &s.Currency, &opening, &adj, &applied, &s.PendingDebits, &s.PendingCredits, &s.Unsettled, &s.Holds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, accountNotFound(hash)
 	}

@@ -81,6 +81,10 @@ func DomainReason(core string) string {
 		return "INVALID_REQUEST"
 	case "FROZEN":
 		return "ACCOUNT_FROZEN"
+	case "CLOSING", "CLOSED", "NOHOLD", "BALNZ", "EXISTS":
+		// the account's lifecycle state refuses the action (ACMQ, or a
+		// credit to an account on closing hold)
+		return "STATE_GUARD"
 	}
 	return "BANK_ERROR"
 }
@@ -376,4 +380,50 @@ func (l *Link) Notify(ctx context.Context, n Notification) (accepted bool, reaso
 		return false, DomainReason(r.Reason), nil
 	}
 	return true, "", nil
+}
+
+// Account lifecycle actions (coremsg ACMQ).
+const (
+	MaintOpen  = "O" // open with a holder name, balance 0
+	MaintHold  = "H" // closing hold: credits refused, debits allowed
+	MaintLift  = "N" // lift the closing hold
+	MaintClose = "C" // close: balance 0, no active hold
+)
+
+// MaintResult is the core's answer to a lifecycle action.
+type MaintResult struct {
+	// Applied: the account is now in the action's state. Duplicate: it
+	// already was (a resend after a lost reply, or a repeated request).
+	Applied, Duplicate bool
+	// CoreReason is the core's own code of a refusal, ReasonCode its
+	// spec-004 mapping.
+	CoreReason, ReasonCode string
+	Status                 string // N, H, C or X after the action
+	Ledger, Held           int64
+}
+
+// MaintainAccount sends one lifecycle action for account (name: the
+// holder name, for MaintOpen only) under ref. Every action assigns a
+// state, so sending it again after a lost reply is safe: the core answers
+// Duplicate.
+func (l *Link) MaintainAccount(ctx context.Context, ref, action, account, name string) (MaintResult, error) {
+	acct, err := parseAccount(account)
+	if err != nil {
+		return MaintResult{}, err
+	}
+	reply, err := l.call(ctx, "account-maintenance", "", &coremsg.AccountMaintRequest{Action: action, MaintRef: ref,
+		Branch: acct.Branch, AccountType: acct.Type, AccountNo: acct.Number, Name: name})
+	if err != nil {
+		return MaintResult{}, l.inquiryError("account-maintenance", err)
+	}
+	r := reply.Body.(*coremsg.AccountMaintReply)
+	if strings.TrimSpace(r.MaintRef) != ref {
+		return MaintResult{}, domainerr.New("BANK_ERROR", fmt.Sprintf("corelink: account maintenance reply names %q, sent %q", r.MaintRef, ref), nil)
+	}
+	out := MaintResult{Applied: r.Status != "R", Duplicate: r.Status == "D", Status: r.AccountStatus, Ledger: r.Ledger, Held: r.HeldTotal}
+	if !out.Applied {
+		out.CoreReason = strings.TrimSpace(r.Reason)
+		out.ReasonCode = DomainReason(r.Reason)
+	}
+	return out, nil
 }

@@ -171,6 +171,8 @@ func resultCode(reason string) overnight.ResultCode {
 		return overnight.InsufficientFunds
 	case ReasonAccountNotFound:
 		return overnight.NoSuchAccount
+	case ReasonClosing:
+		return overnight.AccountClosed
 	case ReasonOriginalNotFound:
 		return overnight.OriginalNotFound
 	}

@@ -38,6 +38,7 @@ type batchItem struct {
 type batchAccount struct {
 	balance int64
 	open    bool
+	closing bool // on closing hold: credits refused
 	dirty   bool
 }
 
@@ -128,14 +129,15 @@ func (b *batchPoster) flush(ctx context.Context) error {
 			debitKeys = append(debitKeys, it.in.Account)
 		}
 	}
-	if err := b.inList(ctx, `SELECT account, balance, status FROM CoreAccounts WHERE account IN (`, keys,
+	if err := b.inList(ctx, `SELECT account, balance, status, closing_hold FROM CoreAccounts WHERE account IN (`, keys,
 		func(r interface{ Scan(...any) error }) error {
 			var a, status string
 			var bal int64
-			if err := r.Scan(&a, &bal, &status); err != nil {
+			var closing int
+			if err := r.Scan(&a, &bal, &status, &closing); err != nil {
 				return err
 			}
-			accts[a] = &batchAccount{balance: bal, open: status == "OPEN"}
+			accts[a] = &batchAccount{balance: bal, open: status == StatusOpen, closing: closing == 1}
 			return nil
 		}); err != nil {
 		return fmt.Errorf("coresim: batch: read accounts: %w", err)
@@ -166,6 +168,8 @@ func (b *batchPoster) flush(ctx context.Context) error {
 			it.out.ReasonCode = ReasonInvalidAmount
 		case a == nil || !a.open:
 			it.out.ReasonCode = ReasonAccountNotFound
+		case in.Kind == KindCredit && a.closing:
+			it.out.ReasonCode = ReasonClosing
 		case in.Kind == KindCredit:
 			delta = in.Amount
 		case in.Kind == KindDebit:

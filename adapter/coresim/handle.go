@@ -92,7 +92,7 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 		r := &coremsg.BalanceReply{Branch: b.Branch, AccountType: b.AccountType, AccountNo: b.AccountNo,
 			AccountStatus: "X", AsOf: stamp14}
 		if bal.Found && !wrongBank {
-			r.AccountStatus = map[string]string{"OPEN": "N", "CLOSED": "C"}[bal.Status]
+			r.AccountStatus = statusCode(bal.Status)
 			r.Currency = bal.Currency
 			r.Ledger, r.Available, r.HeldTotal = bal.Balance, bal.Available, bal.Held
 		}
@@ -195,6 +195,27 @@ func (c *Core) handle(ctx context.Context, tx *store.Tx, msg *mq.Message) (reply
 			}
 			effect = true
 		}
+		body = r
+	case *coremsg.AccountMaintRequest:
+		out := MaintOut{ReasonCode: ReasonWrongBank}
+		if !wrongBank {
+			out, err = c.maintain(ctx, tx, b.Action, coreacct.Format(b.Branch, b.AccountType, b.AccountNo), b.Name)
+			if err != nil {
+				return nil, false, err
+			}
+			effect = out.Applied && !out.Duplicate
+		}
+		r := &coremsg.AccountMaintReply{MaintRef: b.MaintRef, Status: "A", AccountStatus: statusCode(out.Status),
+			Ledger: out.Balance, HeldTotal: out.Held, ProcessedAt: stamp14}
+		switch {
+		case out.Duplicate:
+			r.Status = "D"
+		case !out.Applied:
+			r.Status, r.Reason, r.ProcessedAt = "R", out.ReasonCode, "00000000000000"
+			rc = coremsg.RCBusiness
+		}
+		c.log.InfoContext(ctx, "coresim.account_maint", "bank", c.bank, "ref", b.MaintRef, "action", b.Action,
+			"status", r.Status, "reason_code", r.Reason, "lifecycle", r.AccountStatus)
 		body = r
 	default:
 		return nil, false, fmt.Errorf("coresim %s: no handler for %s", c.bank, req.Header.MsgType)

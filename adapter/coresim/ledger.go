@@ -28,11 +28,23 @@ const (
 // Reason codes the core answers refusals with: the core's own 8-byte
 // codes (coremsg Reason X(8)); corelink maps them to the spec-004 catalog.
 const (
-	ReasonInsufficientFunds = "NSF"    // not sufficient (available) funds
-	ReasonAccountNotFound   = "NOACCT" // no such open account
-	ReasonOriginalNotFound  = "NOORIG" // reversal/release of an unknown reference
-	ReasonInvalidAmount     = "BADAMT" // amount <= 0, or reversal above the original
-	ReasonInvalidRequest    = "BADREQ" // unknown posting kind
+	ReasonInsufficientFunds = "NSF"     // not sufficient (available) funds
+	ReasonAccountNotFound   = "NOACCT"  // no such open account
+	ReasonOriginalNotFound  = "NOORIG"  // reversal/release of an unknown reference
+	ReasonInvalidAmount     = "BADAMT"  // amount <= 0, or reversal above the original
+	ReasonInvalidRequest    = "BADREQ"  // unknown posting kind
+	ReasonClosing           = "CLOSING" // a credit to an account on closing hold (解約保留)
+	ReasonBalanceNotZero    = "BALNZ"   // close of an account with a balance or active holds
+	ReasonAccountExists     = "EXISTS"  // open of an account number already taken (another holder)
+	ReasonAccountClosed     = "CLOSED"  // lifecycle action on a closed account
+)
+
+// Account statuses as Balance reports them. StatusClosingHold is an OPEN
+// account with its closing hold set.
+const (
+	StatusOpen        = "OPEN"
+	StatusClosingHold = "CLOSING_HOLD"
+	StatusClosed      = "CLOSED"
 )
 
 // Sources of journal lines and refusals.
@@ -94,6 +106,10 @@ func Open(ctx context.Context, cfg Config) (*Core, error) {
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
 	if err := addAccountCurrency(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
+	}
+	if err := addClosingHold(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("coresim %s: %w", cfg.Bank, err)
 	}
@@ -220,12 +236,16 @@ func (c *Core) post(ctx context.Context, tx *store.Tx, in PostIn, source, msgID 
 	}
 	var balance int64
 	var status string
-	err := tx.QueryRowContext(ctx, `SELECT balance, status FROM CoreAccounts WHERE account = ?`, in.Account).Scan(&balance, &status)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != "OPEN") {
+	var closing int
+	err := tx.QueryRowContext(ctx, `SELECT balance, status, closing_hold FROM CoreAccounts WHERE account = ?`, in.Account).Scan(&balance, &status, &closing)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && status != StatusOpen) {
 		return refuse(ReasonAccountNotFound)
 	}
 	if err != nil {
 		return PostOut{}, fmt.Errorf("coresim: read account %s: %w", coreacct.Mask(in.Account), err)
+	}
+	if closing == 1 && in.Kind == KindCredit {
+		return refuse(ReasonClosing)
 	}
 	var delta int64
 	switch in.Kind {
@@ -364,9 +384,13 @@ func (c *Core) balance(ctx context.Context, q interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }, account string) (BalanceOut, error) {
 	var out BalanceOut
-	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status, a.currency,
+	var closing int
+	err := q.QueryRowContext(ctx, `SELECT a.balance, a.name, a.status, a.currency, a.closing_hold,
 		(SELECT COALESCE(SUM(amount),0) FROM CoreHolds h WHERE h.account = a.account AND h.status = 'ACTIVE')
-		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Currency, &out.Held)
+		FROM CoreAccounts a WHERE a.account = ?`, account).Scan(&out.Balance, &out.Name, &out.Status, &out.Currency, &closing, &out.Held)
+	if err == nil && closing == 1 && out.Status == StatusOpen {
+		out.Status = StatusClosingHold
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
@@ -443,7 +467,7 @@ func (c *Core) hold(ctx context.Context, tx *store.Tx, ref, txid, account string
 	if err != nil {
 		return HoldOut{}, err
 	}
-	if !b.Found || b.Status != "OPEN" {
+	if !b.Found || (b.Status != StatusOpen && b.Status != StatusClosingHold) {
 		return HoldOut{ReasonCode: ReasonAccountNotFound}, nil
 	}
 	if amount <= 0 {
@@ -553,20 +577,5 @@ func nullStr(s string) any {
 // the core kept foreign-currency accounts: every existing account was a
 // yen account.
 func addAccountCurrency(ctx context.Context, db *store.DB) error {
-	var has bool
-	if err := db.Read(ctx, func(tx *store.Tx) (err error) {
-		has, err = store.ColumnExists(ctx, tx, "CoreAccounts", "currency")
-		return err
-	}); err != nil || has {
-		return err
-	}
-	return db.Write(ctx, func(tx *store.Tx) error {
-		if has, err := store.ColumnExists(ctx, tx, "CoreAccounts", "currency"); err != nil || has {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE CoreAccounts ADD COLUMN currency TEXT NOT NULL DEFAULT 'JPY'`); err != nil {
-			return fmt.Errorf("migrate: add CoreAccounts.currency: %w", err)
-		}
-		return nil
-	})
+	return store.AddColumn(ctx, db, "CoreAccounts", "currency", "TEXT NOT NULL DEFAULT 'JPY'")
 }

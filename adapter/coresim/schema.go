@@ -8,6 +8,8 @@ CREATE TABLE IF NOT EXISTS CoreAccounts (
   balance     INTEGER NOT NULL CHECK (balance >= 0),
   status      TEXT    NOT NULL DEFAULT 'OPEN' CHECK (status IN ('OPEN','CLOSED')),
   currency    TEXT    NOT NULL DEFAULT 'JPY', -- ISO 4217: a foreign-currency deposit is an account of its own
+  -- 解約保留: an OPEN account being closed refuses credits (ACMQ H/N).
+  closing_hold INTEGER NOT NULL DEFAULT 0 CHECK (closing_hold IN (0, 1)),
   opened_at   TEXT    NOT NULL,
   updated_at  TEXT    NOT NULL
 );

@@ -144,6 +144,11 @@ type ExecuteCreditRequest struct {
 	// additive and optional (n/n-1).
 	PayerBankID      string `json:"payer_bank_id,omitempty"`
 	PayerAccountHash string `json:"payer_account_hash,omitempty"`
+	// EdiRef is the transfer's remittance information (PaymentInitiated
+	// edi_ref: the 全銀 EDI情報 of a file-drop record, or what the payer's
+	// bank sent), for the payee bank's EDI_PATTERN filters; additive and
+	// optional (n/n-1). CheckEDI bounds it.
+	EdiRef string `json:"edi_ref,omitempty"`
 }
 
 // ---- release-reserve

@@ -155,6 +155,9 @@ func (r *ExecuteCreditRequest) Validate() error {
 		"decision_proof_ref", r.DecisionProofRef, "payee_account_hash", r.PayeeAccountHash); err != nil {
 		return err
 	}
+	if err := CheckEDI("edi_ref", r.EdiRef); err != nil {
+		return err
+	}
 	return ValidateAmount(ExecuteCredit, "amount", r.Amount)
 }
 

@@ -256,6 +256,11 @@ type PaymentInitiated struct {
 	// Transactions.mandate_id; "MANDATE-..."): the precheck refuses the
 	// transfer when the mandate's chain does not allow it (mandate.go).
 	MandateID string `json:"mandate_id,omitempty"`
+	// EdiRef is the transfer's remittance information (送金内容; spec 003
+	// Transactions.edi_ref): free text up to bankapi.MaxEDILength
+	// characters, e.g. the 全銀 EDI情報 of a file-drop record. It travels to
+	// the payee bank on execute-credit, where EDI_PATTERN filters read it.
+	EdiRef string `json:"edi_ref,omitempty"`
 	// SchemaVersion is stored in Transactions.schema_version ("" = "1.0");
 	// the gateway checks n/n-1 before calling Submit.
 	SchemaVersion string `json:"schema_version,omitempty"`

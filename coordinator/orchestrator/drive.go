@@ -563,7 +563,7 @@ func (o *Orchestrator) executeCredit(ctx context.Context, r txRow) (done bool, e
 	var resp bankapi.ExecuteResponse
 	err = o.send(ctx, r.PayeeBank, r.TxID, &bankapi.ExecuteCreditRequest{RequestIDValue: requestID(r.TxID, bankapi.ExecuteCredit),
 		TxID: r.TxID, Amount: r.amount(), DecisionProofRef: r.DecisionProofRef, PayeeAccountHash: r.PayeeAcct, Lane: r.Lane,
-		PayerBankID: r.PayerBank, PayerAccountHash: r.PayerAcct}, &resp)
+		PayerBankID: r.PayerBank, PayerAccountHash: r.PayerAcct, EdiRef: r.EdiRef}, &resp)
 	if err != nil {
 		return false, o.execFailed(ctx, r, err, ReasonExecCreditFailed)
 	}

@@ -33,6 +33,7 @@ type txRow struct {
 	CreditNotified, DebitDone bool
 	ExpiresAt, RequestJSON    string
 	PSPRRef                   string
+	EdiRef                    string // Transactions.edi_ref: remittance information for execute-credit
 }
 
 func (r txRow) amount() bankapi.Amount { return bankapi.Amount{Value: r.Amount, Currency: r.Currency} }
@@ -53,7 +54,8 @@ const rowSelect = `SELECT t.txid, t.lane, t.owner, t.state, t.version, t.amount_
 	COALESCE(t.pending_since, t.updated_at), t.updated_at, t.created_at,
 	COALESCE(p.authority_result, ''), COALESCE(p.name_result, ''), COALESCE(p.bank_reservation_ref, ''),
 	COALESCE(p.exec_failures, 0), p.credit_notified_at IS NOT NULL, p.debit_settled_at IS NOT NULL,
-	COALESCE(t.expires_at, ''), COALESCE(p.request_json, ''), COALESCE(t.pspr_ref, '')
+	COALESCE(t.expires_at, ''), COALESCE(p.request_json, ''), COALESCE(t.pspr_ref, ''),
+	COALESCE(t.edi_ref, '')
 	FROM Transactions t LEFT JOIN OrchestratorTransfers p ON p.txid = t.txid WHERE t.txid = ?`
 
 func readTx(ctx context.Context, tx *store.Tx, txid string) (txRow, error) {
@@ -62,7 +64,7 @@ func readTx(ctx context.Context, tx *store.Tx, txid string) (txRow, error) {
 	err := tx.QueryRowContext(ctx, rowSelect, txid).Scan(&r.TxID, &r.Lane, &r.Owner, &state, &r.Version, &r.Amount, &r.Currency,
 		&r.PayerBank, &r.PayerAcct, &r.PayeeBank, &r.PayeeAcct, &r.ReasonCode, &r.DecisionProofRef, &r.PayerProof,
 		&r.PayeeProof, &r.ExtStatus, &r.CaseID, &r.PendingSince, &r.UpdatedAt, &r.CreatedAt,
-		&r.Authority, &r.Name, &r.BankRes, &r.ExecFailures, &r.CreditNotified, &r.DebitDone, &r.ExpiresAt, &r.RequestJSON, &r.PSPRRef)
+		&r.Authority, &r.Name, &r.BankRes, &r.ExecFailures, &r.CreditNotified, &r.DebitDone, &r.ExpiresAt, &r.RequestJSON, &r.PSPRRef, &r.EdiRef)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, domainerr.New("TX_NOT_FOUND", "transaction not found", map[string]any{"txid": txid})
 	}

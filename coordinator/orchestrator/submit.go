@@ -107,7 +107,10 @@ func CheckIdentifiers(req PaymentInitiated) error {
 	if req.RiskHint != nil {
 		fs = append(fs, ident.Field{Name: "risk_hint.vault_ref", Kind: ident.VaultRef, Value: req.RiskHint.VaultRef})
 	}
-	return ident.CheckAll(fs...)
+	if err := ident.CheckAll(fs...); err != nil {
+		return err
+	}
+	return bankapi.CheckEDI("edi_ref", req.EdiRef)
 }
 
 // ErrTxIDNotUsable is the one answer to a client-chosen txid outside the
@@ -266,6 +269,9 @@ func newTx(req PaymentInitiated, key, issuer string, a admission, businessDate s
 	}
 	if req.MandateID != "" {
 		extra["mandate_id"] = req.MandateID
+	}
+	if req.EdiRef != "" {
+		extra["edi_ref"] = req.EdiRef
 	}
 	payload := map[string]any{"request": req, "issuer_bank_id": issuer, "requested_lane": req.Lane, "lane": a.eff,
 		hlimit.DailyDateKey: businessDate} // what a cancel gives back to

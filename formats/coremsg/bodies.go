@@ -184,6 +184,35 @@ type NotifyReply struct {
 	_      struct{} `fixed:"10,11,FILLER"`
 }
 
+// AccountMaintRequest (ACMQ) opens an account or moves it through its
+// closing lifecycle: O opens it (Name required, balance 0), H puts it on
+// closing hold (解約保留: credits refused, debits allowed so it can be paid
+// out), N lifts the hold, C closes it (balance 0 and no active hold
+// required). Each action assigns a state, so the core answers a resend of
+// an action already in effect with Status D instead of acting twice.
+type AccountMaintRequest struct {
+	Action      string   `fixed:"1,1,X" label:"区分 (O 開設, H 解約保留, N 解約保留解除, C 解約)"`
+	MaintRef    string   `fixed:"2,32,X" label:"受付参照番号"`
+	Branch      string   `fixed:"34,3,9" label:"支店番号"`
+	AccountType uint8    `fixed:"37,1,9" label:"預金種目"`
+	AccountNo   string   `fixed:"38,7,9" label:"口座番号"`
+	Name        string   `fixed:"45,30,K" label:"名義 (カナ, O のみ; 他は空白)"`
+	_           struct{} `fixed:"75,6,FILLER"`
+}
+
+// AccountMaintReply (ACMR) answers an ACMQ with the account's state after
+// it.
+type AccountMaintReply struct {
+	MaintRef      string   `fixed:"1,32,X" label:"受付参照番号"`
+	Status        string   `fixed:"33,1,X" label:"結果 (A 処理済, D 既にその状態, R 拒否)"`
+	Reason        string   `fixed:"34,8,X" label:"理由コード"`
+	AccountStatus string   `fixed:"42,1,X" label:"口座状態 (N 正常, F 凍結, H 解約保留, C 解約済, X 該当なし)"`
+	Ledger        int64    `fixed:"43,15,S9" label:"現在残高 (円)"`
+	HeldTotal     int64    `fixed:"58,8,P" label:"拘束合計 (円)"`
+	ProcessedAt   string   `fixed:"66,14,9" label:"処理日時 (YYYYMMDDhhmmss, 拒否は 0)"`
+	_             struct{} `fixed:"80,1,FILLER"`
+}
+
 // MsgType and LayoutName of every body.
 func (PostingRequest) MsgType() string       { return "PSTQ" }
 func (PostingReply) MsgType() string         { return "PSTR" }
@@ -218,3 +247,9 @@ func (AMLScreenRequest) LayoutName() string     { return "coremsg.AMLQ AML scree
 func (AMLScreenReply) LayoutName() string       { return "coremsg.AMLR AML screen reply" }
 func (NotifyRequest) LayoutName() string        { return "coremsg.NTFQ notify request" }
 func (NotifyReply) LayoutName() string          { return "coremsg.NTFR notify reply" }
+
+func (AccountMaintRequest) MsgType() string { return "ACMQ" }
+func (AccountMaintReply) MsgType() string   { return "ACMR" }
+
+func (AccountMaintRequest) LayoutName() string { return "coremsg.ACMQ account maintenance request" }
+func (AccountMaintReply) LayoutName() string   { return "coremsg.ACMR account maintenance reply" }

@@ -93,6 +93,7 @@ func init() {
 		{"ACCOUNT-VERIFY", AccountVerifyRequest{}, AccountVerifyReply{}},
 		{"AML-SCREEN", AMLScreenRequest{}, AMLScreenReply{}},
 		{"NOTIFY", NotifyRequest{}, NotifyReply{}},
+		{"ACCOUNT-MAINTENANCE", AccountMaintRequest{}, AccountMaintReply{}},
 	} {
 		for i, body := range []Body{b.q, b.r} {
 			ti := TypeInfo{Code: body.MsgType(), Operation: b.op, Reply: i == 1,
@@ -511,4 +512,28 @@ func (b NotifyReply) check(c *checker) {
 	if b.Result == "R" {
 		c.required("Reason", b.Reason)
 	}
+}
+
+func (b AccountMaintRequest) check(c *checker) {
+	c.oneOf("Action", b.Action, "O", "H", "N", "C")
+	c.required("MaintRef", b.MaintRef)
+	c.accountType("AccountType", b.AccountType)
+	if b.Action == "O" {
+		c.required("Name", b.Name)
+	} else {
+		c.blank("Name", b.Name)
+	}
+}
+
+func (b AccountMaintReply) check(c *checker) {
+	c.required("MaintRef", b.MaintRef)
+	c.oneOf("Status", b.Status, "A", "D", "R")
+	if b.Status == "R" {
+		c.required("Reason", b.Reason)
+	}
+	c.oneOf("AccountStatus", b.AccountStatus, "N", "F", "H", "C", "X")
+	if b.HeldTotal < 0 {
+		c.fail("HeldTotal", "held total %d is negative", b.HeldTotal)
+	}
+	c.stamp("ProcessedAt", b.ProcessedAt, b.Status == "R")
 }

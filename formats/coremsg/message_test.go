@@ -113,7 +113,7 @@ func TestRoundTripEveryTypeEveryCharset(t *testing.T) {
 
 func TestLayouts(t *testing.T) {
 	ls := Layouts()
-	if len(ls) != 17 || ls[0].Name() != "coremsg.header" || ls[0].Length() != HeaderLen {
+	if len(ls) != 19 || ls[0].Name() != "coremsg.header" || ls[0].Length() != HeaderLen {
 		t.Fatalf("%d layouts, first %v", len(ls), ls[0])
 	}
 	seen := map[string]bool{}

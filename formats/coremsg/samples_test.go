@@ -72,5 +72,14 @@ func goldens() []golden {
 			Kind: "CR", Branch: "045", AccountType: 1, AccountNo: "0007654", Amount: 1200, Currency: "JPY",
 			PayerBank: "0001", PayerName: "ﾀﾅｶ ﾀﾛｳ", Purpose: "P2P"}}},
 		{"NTFR.hex", e, Message{hdr("142f3a4b-5c6d-4e1f-9a2b-3c4d5e6f7a8b", RCOK), &NotifyReply{Result: "A"}}},
+		{"ACMQ-open.hex", e, Message{hdr("25304b5c-6d7e-4f20-8a3b-4c5d6e7f8a9b", 0), &AccountMaintRequest{
+			Action: "O", MaintRef: "ACM-20261202-000001", Branch: "100", AccountType: 1, AccountNo: "0000042", Name: "ｽｽﾞｷ ｲﾁﾛｳ"}}},
+		{"ACMQ-close.hex", e, Message{hdr("36415c6d-7e8f-4031-9b4c-5d6e7f8a9b0c", 0), &AccountMaintRequest{
+			Action: "C", MaintRef: "ACM-20261202-000002", Branch: "100", AccountType: 1, AccountNo: "0000042"}}},
+		{"ACMR-closed.hex", e, Message{hdr("36415c6d-7e8f-4031-9b4c-5d6e7f8a9b0c", RCOK), &AccountMaintReply{
+			MaintRef: "ACM-20261202-000002", Status: "A", AccountStatus: "C", ProcessedAt: "20261202101500"}}},
+		{"ACMR-refused.hex", e, Message{hdr("36415c6d-7e8f-4031-9b4c-5d6e7f8a9b0c", RCBusiness), &AccountMaintReply{
+			MaintRef: "ACM-20261202-000002", Status: "R", Reason: "BALNZ", AccountStatus: "H", Ledger: 1200,
+			ProcessedAt: "00000000000000"}}},
 	}
 }

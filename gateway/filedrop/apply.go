@@ -150,7 +150,9 @@ func (p *Processor) readChunks(ctx context.Context, b Bank, name, hash string, f
 			// coordinator refuses it the same way.
 			payee = acc.BankCode
 		}
-		chunk = append(chunk, job{record: n, key: IdempotencyKey(hash, n), req: payment(p.cfg.accountHash, hash, n, h, b.ID, payee, acc, amount)})
+		req := payment(p.cfg.accountHash, hash, n, h, b.ID, payee, acc, amount)
+		req.EdiRef = recordEDI(rec)
+		chunk = append(chunk, job{record: n, key: IdempotencyKey(hash, n), req: req})
 		if len(chunk) == p.cfg.Chunk {
 			if !emit(chunk, n, data) {
 				return nil

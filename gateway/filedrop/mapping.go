@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/zcgw/zcgw/coordinator/bankapi"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
@@ -80,6 +81,16 @@ func payment(hashOf func(Account) string, fileHash string, recordNo int, h *zeng
 		Purpose:   Purpose(h.Kind),
 		ClientRef: "zengin:" + fileHash[:16] + ":" + strconv.Itoa(recordNo),
 	}
+}
+
+// recordEDI is the EDI情報 of a 総合振込 record whose 識別表示 is Y (its
+// trailing spaces cut), carried as the transfer's edi_ref to the payee
+// bank's execute-credit; "" for any other record.
+func recordEDI(r zengin.Record) string {
+	if d, ok := r.(*zengin.TransferData); ok && d.IsEDI {
+		return strings.TrimRight(d.EDI, " ")
+	}
+	return ""
 }
 
 // dataAccount returns the account and amount of a transfer or payroll

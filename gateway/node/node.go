@@ -440,7 +440,7 @@ func (n *Node) openBank(ctx context.Context, bc BankConfig, opts Options, cores 
 	if b.Adapter, err = adapter.Open(ctx, adapter.Config{BankID: bc.BankID, DBPath: n.Stores.Location(store.AdapterDB(bc.BankID)),
 		Core: b.Link, Inquiry: inquiry{b.Link}, Cases: adapter.CoordinatorCases{DB: n.DB, Cases: cases.New(opts.Clock, opts.Logger, 0)}, Postings: postingReports{n},
 		RealTime: bc.RealTime, Currencies: bc.Currencies, CustodyAccount: bc.CustodyAccount, InquiryTimeout: 2 * time.Second, Identity: n.ID, Clock: opts.Clock, Logger: opts.Logger,
-		Resume: newZCClient(n), Transfers: newZCClient(n)}); err != nil {
+		Resume: newZCClient(n), Transfers: newZCClient(n), Accounts: b.Link}); err != nil {
 		return nil, err
 	}
 	c.add(b.Adapter.Close)
