@@ -407,6 +407,10 @@ func HtlcNotFound(id string) error {
 	return domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{"htlc_id": id})
 }
 
+// htlcNotFound is HtlcNotFound under its earlier name, for callers on
+// main (htlc_conditions.go) until they use HtlcNotFound.
+var htlcNotFound = HtlcNotFound
+
 // expiredAt reports whether the outer timelock has passed at now: a
 // timelock passed by one millisecond refuses every claim (001 §15.4).
 func expiredAt(c lane.HtlcContract, now time.Time) bool {
