@@ -183,9 +183,7 @@ func (s *Server) accountVerify(v AccountVerifier) http.HandlerFunc {
 // for it is its only party.
 func verificationResource(v AccountVerifier) partyResource[orchestrator.AccountVerification] {
 	return partyResource[orchestrator.AccountVerification]{param: "verification_id",
-		notFound: func(id string) error {
-			return domainerr.New("NOT_FOUND", "no such verification", map[string]any{"verification_id": id})
-		},
+		notFound: orchestrator.AccountVerificationNotFound,
 		load: func(ctx context.Context, id string) (orchestrator.AccountVerification, error) {
 			return v.AccountVerificationByID(ctx, "", id)
 		},

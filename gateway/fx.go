@@ -7,6 +7,7 @@ import (
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
 	"github.com/zcgw/zcgw/coordinator/fx"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/signing"
 )
 
@@ -227,7 +228,8 @@ func (s *Server) postFXRefund(f *fx.FX) http.HandlerFunc {
 
 // fxResource is one FX transfer: every leg's bank is its party.
 func fxResource(f *fx.FX) partyResource[fx.Transfer] {
-	return partyResource[fx.Transfer]{param: "gtid", notFound: fxNotFound, load: f.Get, parties: fxParties}
+	return partyResource[fx.Transfer]{param: "gtid", check: func(id string) error { return ident.Check(ident.TxID, "gtid", id) },
+		notFound: fx.NotFound, load: f.Get, parties: fxParties}
 }
 
 func fxParties(t fx.Transfer) []string {
@@ -236,10 +238,6 @@ func fxParties(t fx.Transfer) []string {
 		banks = append(banks, g.BankID)
 	}
 	return banks
-}
-
-func fxNotFound(gtid string) error {
-	return domainerr.New("GTID_NOT_FOUND", "no FX transfer with this gtid", map[string]any{"gtid": gtid})
 }
 
 // fxParty lets the operator and the banks of an FX transfer's legs
@@ -257,5 +255,5 @@ func (s *Server) fxParty(r *http.Request, f *fx.FX, gtid string) error {
 	if p.Scope == signing.ScopeParticipant && slices.Contains(fxParties(t), p.BankID) {
 		return nil
 	}
-	return fxNotFound(gtid)
+	return fx.NotFound(gtid)
 }

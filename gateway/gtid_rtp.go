@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 )
@@ -242,10 +243,9 @@ func (s *Server) answerRtp(c GtidRTP, action string) http.HandlerFunc {
 // parties (spec 004 当事者の定義).
 func gtidResource(c GtidRTP) partyResource[orchestrator.GtidView] {
 	return partyResource[orchestrator.GtidView]{param: "gtid",
-		notFound: func(id string) error {
-			return domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": id})
-		},
-		load: c.Gtid,
+		check:    func(id string) error { return ident.Check(ident.TxID, "gtid", id) },
+		notFound: orchestrator.GtidNotFound,
+		load:     c.Gtid,
 		parties: func(v orchestrator.GtidView) []string {
 			banks := []string{v.InitiatorBankID}
 			for _, l := range v.Legs {
@@ -259,6 +259,7 @@ func gtidResource(c GtidRTP) partyResource[orchestrator.GtidView] {
 // are its parties.
 func rtpResource(c GtidRTP) partyResource[orchestrator.RtpView] {
 	return partyResource[orchestrator.RtpView]{param: "rtp_id",
+		check:    func(id string) error { return ident.Check(ident.BankRef, "rtp_id", id) },
 		notFound: orchestrator.RtpNotFound,
 		load:     c.Rtp,
 		parties:  func(v orchestrator.RtpView) []string { return []string{v.PayerBankID, v.PayeeBankID} }}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/zcgw/zcgw/coordinator/domainerr"
+	"github.com/zcgw/zcgw/coordinator/ident"
 	"github.com/zcgw/zcgw/coordinator/orchestrator"
 	"github.com/zcgw/zcgw/coordinator/signing"
 )
@@ -158,11 +159,10 @@ func (s *Server) postHTLCCreate(h HTLCs) http.HandlerFunc {
 // htlcResource is one HTLC: its payer and payee banks are its parties.
 func htlcResource(h HTLCs) partyResource[orchestrator.HtlcView] {
 	return partyResource[orchestrator.HtlcView]{param: "htlc_id",
-		notFound: func(id string) error {
-			return domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{"htlc_id": id})
-		},
-		load:    func(ctx context.Context, id string) (orchestrator.HtlcView, error) { return h.GetHTLC(ctx, id, "") },
-		parties: func(v orchestrator.HtlcView) []string { return []string{v.PayerBankID, v.PayeeBankID} }}
+		check:    func(id string) error { return ident.Check(ident.TxID, "htlc_id", id) },
+		notFound: orchestrator.HtlcNotFound,
+		load:     func(ctx context.Context, id string) (orchestrator.HtlcView, error) { return h.GetHTLC(ctx, id, "") },
+		parties:  func(v orchestrator.HtlcView) []string { return []string{v.PayerBankID, v.PayeeBankID} }}
 }
 
 // postHTLC serves an HTLC action for a participant: fn gets the body (its

@@ -38,13 +38,15 @@ func paramsUsage(w io.Writer) {
 The PR-* parameters (spec 002 §12.9) zcgw reads: PR-HV-THRESHOLD (JPY),
 PR-EXEC-TIMEOUT, PR-PAYEE-PROOF-TIMEOUT, PR-SUSPENDED-TIMEOUT (durations),
 PR-ADAPTER-DOWN-AFTER (a count), PR-CASE-SLA and PR-SIGNATURE-SKEW (durations),
-PR-RTP-ATTEMPT-MAX (a count) and PR-RTP-MAX-LIFETIME (a duration), and per
+PR-RTP-ATTEMPT-MAX (a count), PR-RTP-MAX-LIFETIME (a duration) and
+PR-RTP-ATTEMPT-SCHEDULE (JST times on the hour or half hour, such as
+09:00,12:00,15:00, or none), and per
 bank (--bank): PR-H-LIMIT, PR-TX-AMOUNT-LIMIT, PR-DAILY-AMOUNT-LIMIT and
 the bank's own PR-HV-THRESHOLD (JPY; "none": no limit, or the system value).
 list prints each one's value, whether it is the default, its bounds, who reads
 it and its last change; show prints one.
-set changes one: VALUE is an integer (JPY, a count, seconds) or a duration such
-as 90s, 4h, 1h30m. The change applies only while the parameter still has the
+set changes one: VALUE is an integer (JPY, a count, seconds), a duration such
+as 90s, 4h, 1h30m, or for a schedule comma-separated JST times. The change applies only while the parameter still has the
 value you read (--old, default: the value read just before), is refused outside
 the bounds, without --evidence-ref (EVIDENCE_REQUIRED), and for a timeout that
 would not stay longer than the orchestrator's work-item lease. It takes effect
@@ -179,8 +181,8 @@ func paramsList(ctx context.Context, e *env, bank string, asJSON bool) int {
 		if v.ChangedAt != "" {
 			changed = shownStamp(v.ChangedAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\n", v.Name, v.Display, v.Unit, defaultShown(v),
-			v.Format(v.Min), v.Format(v.Max), changed, orDash(v.ChangedBy), orDash(v.EvidenceRef))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Display, v.Unit, defaultShown(v),
+			strings.ReplaceAll(v.Bounds(), " .. ", ".."), changed, orDash(v.ChangedBy), orDash(v.EvidenceRef))
 	}
 	tw.Flush()
 	return 0
@@ -219,7 +221,7 @@ func printParam(w io.Writer, v params.Value) {
 	}
 	fmt.Fprintf(w, "%s = %s%s\n", name, v.Display, def)
 	fmt.Fprintf(w, "  %s\n", v.Doc)
-	fmt.Fprintf(w, "default:   %s   bounds: %s .. %s   unit: %s\n", defaultShown(v), v.Format(v.Min), v.Format(v.Max), v.Unit)
+	fmt.Fprintf(w, "default:   %s   bounds: %s   unit: %s\n", defaultShown(v), v.Bounds(), v.Unit)
 	fmt.Fprintf(w, "read by:   %s\n", v.ReadBy)
 	if v.ChangedAt != "" {
 		fmt.Fprintf(w, "changed:   %s by %s (version %d)\n", shownStamp(v.ChangedAt), v.ChangedBy, v.Version)

@@ -597,7 +597,7 @@ func (f *FX) refund(ctx context.Context, gtid string, reason RefundReason, force
 	return out, nil
 }
 
-// notFound is GTID_NOT_FOUND for an unknown FX transfer.
-func notFound(gtid string) error {
+// NotFound is GTID_NOT_FOUND for an unknown FX transfer.
+func NotFound(gtid string) error {
 	return domainerr.New("GTID_NOT_FOUND", "no FX transfer with this gtid", map[string]any{"gtid": gtid})
 }

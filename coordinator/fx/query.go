@@ -92,7 +92,7 @@ func getTransferTx(ctx context.Context, tx *store.Tx, gtid string) (Transfer, er
 		Scan(&t.GTID, &st, &t.FromCurrency, &t.ToCurrency, &t.AmountFrom, &t.AmountTo, &t.EffectiveRate, &t.Hashlock,
 			&route, &quotes, &t.CreatedAt, &t.UpdatedAt, &gst)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Transfer{}, notFound(gtid)
+		return Transfer{}, NotFound(gtid)
 	}
 	if err != nil {
 		return Transfer{}, fmt.Errorf("fx: read transfer %s: %w", gtid, err)

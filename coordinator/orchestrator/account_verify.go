@@ -117,7 +117,7 @@ func (o *Orchestrator) AccountVerificationByID(ctx context.Context, requester, i
 			result, match_score, fraud_warning, created_at FROM AccountVerifications WHERE verification_id = ?`, id).
 			Scan(&v.VerificationID, &v.RequesterBankID, &v.TargetBankID, &v.TargetAccountID, &name, &v.Result, &v.MatchScore, &fraud, &v.CreatedAt)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && requester != "" && requester != v.RequesterBankID) {
-			return domainerr.New("NOT_FOUND", "no such verification", map[string]any{"verification_id": id})
+			return AccountVerificationNotFound(id)
 		}
 		if err != nil {
 			return wrapDB("read account verification", err)
@@ -178,4 +178,10 @@ func (o *Orchestrator) CleanupBank(ctx context.Context, bankID, requestedBy stri
 	}
 	o.log.InfoContext(ctx, "orchestrator.bank_cleaned_up", "bank_id", bankID, "requested_by", requestedBy)
 	return resp, nil
+}
+
+// AccountVerificationNotFound is the one body for an unknown
+// verification_id (and, at the gateway, for one another bank asked for).
+func AccountVerificationNotFound(id string) error {
+	return domainerr.New("NOT_FOUND", "no such verification", map[string]any{"verification_id": id})
 }

@@ -388,7 +388,7 @@ func readGtidTx(ctx context.Context, tx *store.Tx, gtid string) (gtidRow, []lane
 		COALESCE(mandate_id, '') FROM GtidTransactions WHERE gtid = ?`, gtid).Scan(&g.gtid, &state, &g.initiator, &g.total, &g.version, &g.expiresAt,
 		&g.createdAt, &g.updatedAt, &g.mandateID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, nil, domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": gtid})
+		return g, nil, GtidNotFound(gtid)
 	}
 	if err != nil {
 		return g, nil, wrapDB("read gtid", err)
@@ -412,4 +412,10 @@ func originLegID(l lane.Leg) string {
 		return l.OriginLegID
 	}
 	return l.LegID
+}
+
+// GtidNotFound is the one body for an unknown gtid (and, at the gateway,
+// for a GTID the reader is not a party to).
+func GtidNotFound(gtid string) error {
+	return domainerr.New("GTID_NOT_FOUND", "GTID not found", map[string]any{"gtid": gtid})
 }

@@ -457,12 +457,14 @@ func (o *Orchestrator) GetHTLC(ctx context.Context, htlcID, reader string) (Htlc
 		return HtlcView{}, err
 	}
 	if reader != "" && reader != c.PayerBankID && reader != c.PayeeBankID {
-		return HtlcView{}, htlcNotFound(htlcID)
+		return HtlcView{}, HtlcNotFound(htlcID)
 	}
 	return htlcView(c, string(r.State), r.ReasonCode, r.Owner), nil
 }
 
-func htlcNotFound(id string) error {
+// HtlcNotFound is the one body for an unknown htlc_id (and, at the
+// gateway, for an HTLC the reader is not a party to).
+func HtlcNotFound(id string) error {
 	return domainerr.New("HTLC_NOT_FOUND", "HTLC not found", map[string]any{"htlc_id": id})
 }
 

@@ -60,7 +60,7 @@ func (o *Orchestrator) ClaimHTLC(ctx context.Context, htlcID string, req HtlcCla
 		return HtlcView{}, err
 	}
 	if issuer != c.PayeeBankID {
-		return HtlcView{}, htlcNotFound(htlcID)
+		return HtlcView{}, HtlcNotFound(htlcID)
 	}
 	presented, err := hashOf(req.Preimage)
 	if err != nil {

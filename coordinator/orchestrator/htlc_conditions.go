@@ -146,7 +146,7 @@ func (o *Orchestrator) claimableBy(ctx context.Context, htlcID, issuer string) (
 		return c, HtlcView{}, true, err
 	}
 	if issuer != c.PayeeBankID {
-		return c, HtlcView{}, true, htlcNotFound(htlcID)
+		return c, HtlcView{}, true, HtlcNotFound(htlcID)
 	}
 	if v, done, err := o.claimSettledAnswer(c, r, true); done {
 		return c, v, true, err

@@ -43,7 +43,7 @@ func (o *Orchestrator) CrossChainLockHTLC(ctx context.Context, htlcID string, re
 		return HtlcView{}, err
 	}
 	if issuer != c.PayerBankID && issuer != c.PayeeBankID {
-		return HtlcView{}, htlcNotFound(htlcID)
+		return HtlcView{}, HtlcNotFound(htlcID)
 	}
 	if c.CrossChainSource == "" {
 		return HtlcView{}, domainerr.New("NOT_CROSS_CHAIN", "the HTLC has no cross_chain_source", map[string]any{"htlc_id": htlcID})
@@ -116,7 +116,7 @@ func (o *Orchestrator) OnchainFulfillHTLC(ctx context.Context, htlcID string, re
 		return HtlcView{}, err
 	}
 	if issuer != c.PayerBankID && issuer != c.PayeeBankID {
-		return HtlcView{}, htlcNotFound(htlcID)
+		return HtlcView{}, HtlcNotFound(htlcID)
 	}
 	if c.CrossChainSource == "" {
 		return HtlcView{}, domainerr.New("NOT_CROSS_CHAIN", "the HTLC has no cross_chain_source", map[string]any{"htlc_id": htlcID})

@@ -343,8 +343,11 @@ func (o *Orchestrator) requestRtpTx(ctx context.Context, tx *store.Tx, req RtpRe
 // attempt, counted by a CAS on attempt_count before it is sent and sent
 // under its own request_id (RTP:{rtp_id}:{attempt}:rtp-notify:ZC). A
 // delivered notice moves CREATED -> NOTIFIED; a bank that cannot be
-// reached is retried by the queue until max_attempts, then FAILED
-// (RTP_ATTEMPTS_EXHAUSTED); a bank that refuses it fails it at once.
+// reached is tried again until max_attempts, then FAILED
+// (RTP_ATTEMPTS_EXHAUSTED); a bank that refuses it fails it at once. The
+// next attempt waits in the work queue (not before) for the next
+// PR-RTP-ATTEMPT-SCHEDULE time of the same JST day before expires_at
+// (none left: FAILED now), or, with no schedule, for the queue's backoff.
 func (o *Orchestrator) driveRtp(ctx context.Context, id string) error {
 	var r rtpRow
 	if err := o.db.Read(ctx, func(tx *store.Tx) error {
@@ -401,17 +404,58 @@ func (o *Orchestrator) driveRtp(ctx context.Context, id string) error {
 			}
 			return o.finishClaimInTx(ctx, tx)
 		})
-	case domainerr.ShouldRetry(sendErr) && n < r.max:
-		return sendErr // the queue retries with backoff: the next attempt
+	}
+	failed := map[string]any{"attempts": n, "cause_reason_code": domainerr.Code(sendErr)}
+	if domainerr.ShouldRetry(sendErr) && n < r.max {
+		next, ok, err := o.rtpNextAttempt(ctx, r.expires)
+		switch {
+		case err != nil:
+			return err
+		case next.IsZero():
+			return sendErr // no schedule: the queue retries with backoff
+		case ok:
+			o.log.InfoContext(ctx, "orchestrator.rtp_reattempt_scheduled", "rtp_id", id, "attempt", n+1, "not_before", clock.Stamp(next))
+			return errWait{until: next, reason: domainerr.Code(sendErr)}
+		}
+		failed["schedule"] = "no " + string(params.RtpAttemptSchedule) + " time left before the JST day ends or expires_at"
 	}
 	return o.commit(ctx, func(tx *store.Tx) error {
 		_, err := o.transitionRtpInTx(ctx, tx, rtpMove{id: id, from: RtpCreated, to: RtpFailed, reason: ReasonRtpNotifyFailed,
-			payload: map[string]any{"attempts": n, "cause_reason_code": domainerr.Code(sendErr)}})
+			payload: failed})
 		if err != nil {
 			return err
 		}
 		return o.finishClaimInTx(ctx, tx)
 	})
+}
+
+// rtpNextAttempt is when the next rtp-notify attempt of a request expiring
+// at expires may run under PR-RTP-ATTEMPT-SCHEDULE, read from the ledger
+// now (a change applies to the next re-attempt of every request): the
+// first listed JST time after now on today's JST date and before
+// expires_at (ok). Zero time: no schedule (the queue's backoff); a
+// schedule with no such time left is (non-zero, false): the request is
+// to end today rather than be retried on another day.
+func (o *Orchestrator) rtpNextAttempt(ctx context.Context, expires string) (next time.Time, ok bool, err error) {
+	var sched int64
+	if err := o.db.Read(ctx, func(tx *store.Tx) error {
+		sched, err = params.GetTx(ctx, tx, params.RtpAttemptSchedule)
+		return err
+	}); err != nil {
+		return time.Time{}, false, err
+	}
+	if sched == 0 {
+		return time.Time{}, false, nil
+	}
+	now := o.clk.Now()
+	next, ok = params.NextSlot(sched, now)
+	if exp, perr := clock.ParseStamp(expires); ok && (perr != nil || !next.Before(exp)) {
+		ok = false
+	}
+	if !ok {
+		return now, false, nil
+	}
+	return next, true, nil
 }
 
 // AcceptRtp is the payer's acceptance (issuerBankID must be the request's

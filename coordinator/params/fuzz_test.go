@@ -9,7 +9,7 @@ import (
 // FuzzParse: an operator's value either parses, and then reads back the
 // same through Format, or is refused with INVALID_REQUEST; never a panic.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"90s", "4h", "1h30m", "7200", "100000000", "-1", "1.5s", "none", "", "9223372036854775807", "2562047h47m16s"} {
+	for _, s := range []string{"90s", "4h", "1h30m", "7200", "100000000", "-1", "1.5s", "none", "", "9223372036854775807", "2562047h47m16s", "09:00,12:00,15:00", "00:00,23:30", "9:00", "12:15"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -26,8 +26,11 @@ const (
 	SignatureClockSkew Name = "PR-SIGNATURE-SKEW"
 	// Request to pay (§12.8 "RTP"): PR-RTP-ATTEMPT-MAX is the spec's name;
 	// PR-RTP-MAX-LIFETIME names the longest expires_at a request may ask.
-	RtpAttemptMax  Name = "PR-RTP-ATTEMPT-MAX"
-	RtpMaxLifetime Name = "PR-RTP-MAX-LIFETIME"
+	// PR-RTP-ATTEMPT-SCHEDULE is the spec's "recommended times" of the
+	// automatic re-attempts (JST wall-clock times, schedule.go).
+	RtpAttemptMax      Name = "PR-RTP-ATTEMPT-MAX"
+	RtpMaxLifetime     Name = "PR-RTP-MAX-LIFETIME"
+	RtpAttemptSchedule Name = "PR-RTP-ATTEMPT-SCHEDULE"
 	// Per-bank limits (Participants columns, spec 003): they exist per
 	// bank only and change through the ledger with a bank_id.
 	HLimit           Name = "PR-H-LIMIT"
@@ -46,6 +49,9 @@ const (
 	DefaultSignatureSkew           = 5 * time.Minute
 	DefaultRtpAttemptMax     int64 = 3 // 003 RtpRequests.max_attempts DEFAULT 3
 	DefaultRtpMaxLifetime          = 30 * 24 * time.Hour
+	// DefaultRtpAttemptSchedule is no schedule: a re-attempt follows the
+	// work queue's backoff.
+	DefaultRtpAttemptSchedule int64 = 0
 	// DefaultLease is the longest work-item lease an orchestrator takes
 	// by default (orchestrator.Config.Lease); a timeout it races must stay
 	// longer (docs/orchestrator.md, "Owners, restart and leases").
@@ -56,11 +62,13 @@ const (
 type Kind string
 
 // The kinds. Every value is stored as an integer: JPY for an amount,
-// whole seconds for a duration, a plain number for a count.
+// whole seconds for a duration, a plain number for a count, and for a
+// schedule a set of JST half-hour slots (schedule.go).
 const (
 	KindAmount   Kind = "AMOUNT"
 	KindDuration Kind = "DURATION"
 	KindCount    Kind = "COUNT"
+	KindSchedule Kind = "SCHEDULE"
 )
 
 // Def declares one parameter.
@@ -116,6 +124,9 @@ var defs = []Def{
 	{Name: RtpMaxLifetime, Kind: KindDuration, Unit: "s", Min: 60, Max: secs(90 * 24 * time.Hour), Default: secs(DefaultRtpMaxLifetime),
 		ReadBy: "coordinator/orchestrator (RequestRtp)",
 		Doc:    "the furthest ahead a new request to pay's expires_at may be (INVALID_REQUEST beyond it)"},
+	{Name: RtpAttemptSchedule, Kind: KindSchedule, Unit: "JST times", Min: 0, Max: allSlots, Default: DefaultRtpAttemptSchedule,
+		ReadBy: "coordinator/orchestrator (rtp-notify re-attempts)",
+		Doc:    "the JST times (HH:MM on the hour or half hour, e.g. 09:00,12:00,15:00) of rtp-notify's automatic re-attempts: after a failed delivery the next one waits for the next listed time of the same JST day before expires_at, and with none left the request is FAILED (RTP_ATTEMPTS_EXHAUSTED); none: the work queue's backoff"},
 
 	{Name: HLimit, Kind: KindAmount, Unit: "JPY", Min: 0, Max: 1_000_000_000_000_000, BankColumn: "h_limit", BankOnly: true,
 		ReadBy: "coordinator/hlimit (H reservations)",
@@ -163,6 +174,15 @@ func (d Def) Check(v int64) error {
 	return nil
 }
 
+// Bounds writes the bounds for an operator: "min .. max" as Format writes
+// them; for a schedule the times it may list.
+func (d Def) Bounds() string {
+	if d.Kind == KindSchedule {
+		return "none or times 00:00 .. 23:30 (half hours)"
+	}
+	return d.Format(d.Min) + " .. " + d.Format(d.Max)
+}
+
 // maxSeconds is the most whole seconds a time.Duration holds.
 const maxSeconds = int64(1<<63-1) / int64(time.Second)
 
@@ -178,6 +198,9 @@ func (d Def) CheckBank(v int64) error {
 // Format writes v the way an operator reads it: JPY with no grouping, a
 // duration as Go writes it ("1m0s", "24h0m0s"), a count as a number.
 func (d Def) Format(v int64) string {
+	if d.Kind == KindSchedule {
+		return FormatSchedule(v)
+	}
 	if d.Kind == KindDuration {
 		if v > maxSeconds || v < -maxSeconds {
 			return strconv.FormatInt(v, 10) + "s" // beyond time.Duration: only in a refusal
@@ -189,7 +212,9 @@ func (d Def) Format(v int64) string {
 
 // Parse reads an operator's value: an integer for an amount or a count; for
 // a duration a Go duration ("90s", "4h", "1h30m") of whole seconds, or an
-// integer of seconds. It does not check the bounds (Check does).
+// integer of seconds; for a schedule JST times ("09:00,12:00,15:00",
+// "none"; ParseSchedule) or the stored integer. It does not check the
+// bounds (Check does).
 func (d Def) Parse(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if d.Nullable && s == "none" {
@@ -198,6 +223,9 @@ func (d Def) Parse(s string) (int64, error) {
 	bad := func(why string) error {
 		return domainerr.New("INVALID_REQUEST", fmt.Sprintf("%s: %q is not a value: %s", d.Name, s, why),
 			map[string]any{"field": "value", "parameter": string(d.Name), "value": s})
+	}
+	if d.Kind == KindSchedule {
+		return parseSchedule(d.Name, s)
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if d.Kind == KindDuration && (n > maxSeconds || n < -maxSeconds) {

@@ -313,3 +313,108 @@ func TestRtpParametersFromTheLedger(t *testing.T) {
 		t.Fatalf("%d requests, want 4 (the refused one wrote nothing)", n)
 	}
 }
+
+// PR-RTP-ATTEMPT-SCHEDULE: a failed rtp-notify is attempted again at the
+// ledger's next JST time of the same day, and not before (the work item
+// waits in the queue); a change of the schedule applies to the next
+// re-attempt; with no time left before expires_at or the day's end the
+// request is FAILED at once, with attempts to spare.
+func TestRtpAttemptSchedule(t *testing.T) {
+	s := rtpStack(t)
+	ledger := params.NewLedger(s.zc, finality.New(s.clk), s.clk, nil, s.o.Lease())
+	setSchedule := func(old, new string) {
+		t.Helper()
+		o, err := params.ParseSchedule(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := params.ParseSchedule(new)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ledger.Set(s.ctx, params.Change{Name: params.RtpAttemptSchedule, Old: o, New: n, EvidenceRef: "CAB-RTP-2",
+			Reason: "same-day convergence", By: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jst := func(hhmm string) time.Time {
+		t.Helper()
+		tm, err := time.ParseInLocation("2006-01-02 15:04", clock.BusinessDate(s.clk.Now())+" "+hhmm, clock.JST)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	advanceTo := func(tm time.Time) {
+		t.Helper()
+		if d := tm.Sub(s.clk.Now()); d < 0 {
+			t.Fatalf("clock at %s, past %s", s.clk.Now(), tm)
+		} else {
+			s.clk.Advance(d)
+		}
+	}
+	wantWaiting := func(id string, attempts int, until time.Time) {
+		t.Helper()
+		if v := s.rtp(id); v.State != "CREATED" || v.AttemptCount != attempts {
+			t.Fatalf("%s: %s after %d attempts, want CREATED after %d", id, v.State, v.AttemptCount, attempts)
+		}
+		items, err := s.o.QueueItems(s.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 1 || items[0].Status != orchestrator.StatusReady || items[0].NextAttemptAt != clock.Stamp(until) ||
+			items[0].LastErrorCode != "BANK_ERROR" {
+			t.Fatalf("%s: work item %+v, want READY not before %s", id, items, clock.Stamp(until))
+		}
+	}
+
+	setSchedule("none", "09:00,12:00,15:00")
+	advanceTo(jst("10:30"))
+	s.banks.SetDown("001", true, bankapi.RTPNotify)
+	s.requestRtp("RTP-002-S1", 2_000, 8*time.Hour)
+	s.run() // attempt 1 at 10:30 fails
+	wantWaiting("RTP-002-S1", 1, jst("12:00"))
+	advanceTo(jst("12:00").Add(-time.Second))
+	s.run()
+	wantWaiting("RTP-002-S1", 1, jst("12:00")) // not before 12:00
+	s.banks.SetDown("001", false)
+	advanceTo(jst("12:00"))
+	s.run()
+	v := s.wantRtp("RTP-002-S1", "NOTIFIED", "", finality.RtpRequested, finality.RtpNotified)
+	if v.AttemptCount != 2 || v.NotifiedAt != clock.Stamp(jst("12:00")) {
+		t.Fatalf("%+v, want notified at 12:00 JST on attempt 2", v)
+	}
+	if ns := s.rtpNotices("001"); len(ns) != 1 || ns[0].Ref != "RTP-002-S1" {
+		t.Fatalf("notices %+v", ns)
+	}
+
+	// The operator moves the times: the next re-attempt follows the ledger.
+	setSchedule("09:00,12:00,15:00", "12:30,16:00")
+	s.banks.SetDown("001", true, bankapi.RTPNotify)
+	s.requestRtp("RTP-002-S2", 2_000, 3*time.Hour) // expires 15:00 JST
+	s.run()                                        // attempt 1 at 12:00 fails
+	wantWaiting("RTP-002-S2", 1, jst("12:30"))
+	advanceTo(jst("12:30"))
+	s.run() // attempt 2 at 12:30 fails; 16:00 is after expires_at
+	v = s.wantRtp("RTP-002-S2", "FAILED", orchestrator.ReasonRtpNotifyFailed, finality.RtpRequested, finality.RtpFailed)
+	if v.AttemptCount != 2 || v.MaxAttempts != 3 {
+		t.Fatalf("%+v, want FAILED after 2 of 3 attempts", v)
+	}
+
+	// No time left today: FAILED at 16:00, not retried tomorrow.
+	s.requestRtp("RTP-002-S3", 2_000, 12*time.Hour) // expires 00:30 JST the next day
+	s.run()
+	wantWaiting("RTP-002-S3", 1, jst("16:00"))
+	advanceTo(jst("16:00"))
+	s.run()
+	v = s.wantRtp("RTP-002-S3", "FAILED", orchestrator.ReasonRtpNotifyFailed, finality.RtpRequested, finality.RtpFailed)
+	if v.AttemptCount != 2 {
+		t.Fatalf("%+v, want FAILED after attempt 2 at 16:00", v)
+	}
+	if n := s.count("SELECT COUNT(*) FROM OrchestratorQueue WHERE kind = 'RTP' AND status = 'READY'"); n != 0 {
+		t.Fatalf("%d RTP items still waiting", n)
+	}
+	if n := s.count("SELECT COUNT(*) FROM Transactions"); n != 0 {
+		t.Fatalf("%d transfers", n)
+	}
+}
