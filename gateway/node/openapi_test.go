@@ -267,6 +267,12 @@ func TestOpenAPIResponsesOfARealNode(t *testing.T) {
 	c.want(200, n, "GET", "/api/gtid/001-OA-G1", k2, p01, "")
 	c.want(403, n, "GET", "/api/gtid/001-OA-G1", k2, nil, "") // no X-Purpose-Code
 	c.want(404, n, "GET", "/api/gtid/001-OA-NOPE", ops, p01, "")
+	// The operator's ways out of GT_SUSPENDED (docs/gtid-rtp.md "Suspension").
+	for _, action := range []string{"retry", "resolve"} {
+		c.want(403, n, "POST", "/internal/gtid/001-OA-G1/"+action, "", nil, `{"operator":"ops","reason":"openapi"}`)
+		c.want(400, n, "POST", "/internal/gtid/001-OA-G1/"+action, "", cronHdr, `{"operator":"ops"}`)
+		c.want(404, n, "POST", "/internal/gtid/001-OA-NOPE/"+action, "", cronHdr, `{"operator":"ops","reason":"openapi"}`)
+	}
 	for _, id := range []string{"RTP-002-OA-1", "RTP-002-OA-2"} {
 		c.want(201, n, "POST", "/api/rtp/request", k2, nil, fmt.Sprintf(`{"rtp_id":%q,"idempotency_key":%q,"payer_bank_id":"001",
 			"payee_account_hash":"h:002-0003","amount":{"value":200,"currency":"JPY"},"expires_at":%q,"payee_name":"SHOP"}`,
