@@ -108,13 +108,11 @@ func runCases(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.Stderr, "zcgw cases %s: CASE is required\n", verb)
 			return 2
 		}
+		if missingFlags(e, "zcgw cases "+verb, requiredFlag{"--by", *by, "who decides; recorded"},
+			requiredFlag{"--note", *note, "why; recorded"}) {
+			return 2
+		}
 		switch {
-		case strings.TrimSpace(*by) == "":
-			fmt.Fprintf(e.Stderr, "zcgw cases %s: --by is required (who decides; recorded)\n", verb)
-			return 2
-		case strings.TrimSpace(*note) == "":
-			fmt.Fprintf(e.Stderr, "zcgw cases %s: --note is required (why; recorded)\n", verb)
-			return 2
 		case *drift != "" && (verb != "resolve" || (*drift != "adjust" && *drift != "accept")):
 			fmt.Fprintf(e.Stderr, "zcgw cases %s: --drift is adjust or accept, with resolve\n", verb)
 			return 2

@@ -84,12 +84,8 @@ func runMode(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.Stderr, "zcgw mode bcp %s: unexpected argument %q\n", args[1], fs.Arg(0))
 			return 2
 		}
-		if strings.TrimSpace(*reason) == "" {
-			fmt.Fprintf(e.Stderr, "zcgw mode bcp %s: --reason is required (it is recorded with the change)\n", args[1])
-			return 2
-		}
-		if strings.TrimSpace(*by) == "" {
-			fmt.Fprintf(e.Stderr, "zcgw mode bcp %s: --by is required ($USER is not set)\n", args[1])
+		if missingFlags(e, "zcgw mode bcp "+args[1], requiredFlag{"--reason", *reason, "it is recorded with the change"},
+			requiredFlag{"--by", *by, "$USER is not set"}) {
 			return 2
 		}
 		return modeBCP(ctx, e, on, strings.TrimSpace(*by), strings.TrimSpace(*reason))

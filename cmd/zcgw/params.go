@@ -100,19 +100,9 @@ func runParams(ctx context.Context, e *env, args []string) int {
 	case "show":
 		return paramsShow(ctx, e, params.Name(pos[0]), *bank, *asJSON)
 	}
-	// Name every missing flag at once, so that one retry is enough.
-	var missing []string
-	for _, f := range []struct{ flag, v string }{{"--evidence-ref", *evidence}, {"--reason", *reason}, {"--by", *by}} {
-		if strings.TrimSpace(f.v) == "" {
-			missing = append(missing, f.flag)
-		}
-	}
-	if len(missing) > 0 {
-		verb := "is"
-		if len(missing) > 1 {
-			verb = "are"
-		}
-		fmt.Fprintf(e.Stderr, "zcgw params set: %s %s required (recorded with the change on the GLOBAL chain)\n", strings.Join(missing, ", "), verb)
+	const recorded = "recorded with the change on the GLOBAL chain"
+	if missingFlags(e, "zcgw params set", requiredFlag{"--evidence-ref", *evidence, recorded},
+		requiredFlag{"--reason", *reason, recorded}, requiredFlag{"--by", *by, recorded}) {
 		return 2
 	}
 	return paramsSet(ctx, e, params.Change{Name: params.Name(pos[0]), BankID: *bank, EvidenceRef: strings.TrimSpace(*evidence),

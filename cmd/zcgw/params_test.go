@@ -87,7 +87,7 @@ func TestParamsSetHVThresholdOnServedFolder(t *testing.T) {
 	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "set", "PR-HV-THRESHOLD", "2000", "--reason", "drill", "--by", "alice"); code != 2 || !strings.Contains(errs, "--evidence-ref is required") {
 		t.Fatalf("set without evidence: exit %d %s%s", code, out, errs)
 	}
-	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "set", "PR-HV-THRESHOLD", "2000"); code != 2 || !strings.Contains(errs, "--evidence-ref, --reason, --by are required") {
+	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "set", "PR-HV-THRESHOLD", "2000"); code != 2 || !strings.Contains(errs, "--evidence-ref is required (recorded with the change on the GLOBAL chain); --reason is required (recorded with the change on the GLOBAL chain); --by is required") {
 		t.Fatalf("set without any of the three: exit %d %s%s (want all three named at once)", code, out, errs)
 	}
 	if code, out, errs := zcgwIn(ctx, "--data", dir, "params", "set", "PR-HV-THRESHOLD", "0", "--evidence-ref", "CAB-7", "--reason", "drill", "--by", "alice"); code != 1 || !strings.Contains(errs, "INVALID_REQUEST: PR-HV-THRESHOLD: 0 is outside its bounds") {
