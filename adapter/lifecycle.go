@@ -99,6 +99,15 @@ func statusView(s Shadow) string {
 	return StatusNormal
 }
 
+// lifecycleView is a lifecycle state under the name the teller API shows
+// and takes (an open account is NORMAL there).
+func lifecycleView(l string) string {
+	if l == LifecycleOpen {
+		return StatusNormal
+	}
+	return l
+}
+
 // lifecycleRefusal is the STATE_GUARD of a posting the account's
 // lifecycle refuses.
 func lifecycleRefusal(s Shadow, what string) error {
@@ -537,8 +546,8 @@ func (a *Adapter) setLifecycle(ctx context.Context, hash, action, tellerID strin
 			return nil // already so: nothing to ask
 		}
 		if s.Lifecycle != from {
-			return domainerr.New("STATE_GUARD", fmt.Sprintf("the account is %s: %s needs %s", s.Lifecycle, to, from),
-				map[string]any{"account_id": s.CoreAccount, "account_status": statusView(s), "requested": to})
+			return domainerr.New("STATE_GUARD", fmt.Sprintf("the account is %s: %s needs %s", statusView(s), lifecycleView(to), lifecycleView(from)),
+				map[string]any{"account_id": s.CoreAccount, "account_status": statusView(s), "requested": lifecycleView(to)})
 		}
 		if action == opClose {
 			if err := a.closableTx(ctx, tx, s); err != nil {

@@ -117,7 +117,9 @@ func TestTellerAccountLifecycleThroughTheCore(t *testing.T) {
 	n.waitBalances(t, map[[2]string]int64{{"002", acct}: 8000})
 
 	// Closing needs the hold first.
-	errorBody(t, n.bankCall(t, "PATCH", "002", "/teller/accounts/"+acct+"/status", "teller", "T-1", `{"status":"CLOSED"}`), 409, "STATE_GUARD")
+	if b := errorBody(t, n.bankCall(t, "PATCH", "002", "/teller/accounts/"+acct+"/status", "teller", "T-1", `{"status":"CLOSED"}`), 409, "STATE_GUARD"); b.Error != "the account is NORMAL: CLOSED needs CLOSING_HOLD" || b.Details["account_status"] != "NORMAL" {
+		t.Fatalf("close before the hold: %q %v (the teller API's own status names)", b.Error, b.Details)
+	}
 	if a := n.bankCall(t, "PATCH", "002", "/teller/accounts/"+acct+"/status", "teller", "T-1", `{"status":"CLOSING_HOLD"}`); a.status != 200 ||
 		a.field("status") != adapter.StatusClosingHold {
 		t.Fatalf("hold: %d %s", a.status, a.body)
