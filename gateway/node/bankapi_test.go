@@ -430,6 +430,26 @@ func TestIncomingFiltersThroughTheCores(t *testing.T) {
 		t.Fatalf("patch: %d %s", a.status, a.body)
 	}
 	n.waitState(t, n.submit(t, transfer("h:001-0001", "h:002-0001", "f-off", 1500)), "SETTLED", 20*time.Second)
+
+	// SENDER_BANK_BLOCK: naming bank 009 it lets bank 001's credit through;
+	// naming bank 001 it refuses the next one (the payer is debited, the
+	// payee is not, H stays reserved while SUSPENDED).
+	payer0, payee0 := n.coreBalance(t, "001", core("001", 0)), n.coreBalance(t, "002", core("002", 0))
+	filter("teller", "T-1", `{"account_id":"`+core("002", 0)+`","filter_type":"SENDER_BANK_BLOCK","condition":{"payer_bank_id":"009"}}`)
+	n.waitState(t, n.submit(t, transfer("h:001-0001", "h:002-0001", "f-bank-other", 300)), "SETTLED", 20*time.Second)
+	filter("teller", "T-1", `{"account_id":"`+core("002", 0)+`","filter_type":"SENDER_BANK_BLOCK","condition":{"payer_bank_id":"001"}}`)
+	bankBlocked := n.submit(t, transfer("h:001-0001", "h:002-0001", "f-bank-blocked", 400))
+	n.waitState(t, bankBlocked, "SUSPENDED", 20*time.Second)
+	if _, reasons, causes := n.chain(t, bankBlocked); reasons["Suspended"] != orchestrator.ReasonExecCreditFailed || causes["Suspended"] != adapter.CauseFilterRejected {
+		t.Fatalf("SENDER_BANK_BLOCK chain %v %v", reasons, causes)
+	}
+	if h := n.heldH(t, bankBlocked); h != 400 {
+		t.Fatalf("SENDER_BANK_BLOCK: H %d, want 400 still reserved while SUSPENDED", h)
+	}
+	n.waitBalances(t, map[[2]string]int64{
+		{"001", core("001", 0)}: payer0 - 300 - 400,
+		{"002", core("002", 0)}: payee0 + 300,
+	})
 }
 
 // TestApprovalDecisionRace: N goroutines decide one held credit, half
